@@ -1,0 +1,140 @@
+"""Command line: `python eval.py --config FILE [...]`, `python eval.py meta-eval ...`,
+`python eval.py repeval ...`.
+
+ColossalAI's flags work unchanged and override the config file. Exit codes: 0 success,
+1 a --fail-under threshold was missed, 2 bad input (config, answer or prompt files, flags),
+3 the run finished but an evaluator failed on some category (see manifest.json `errors`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .config import RunConfig, load_config, parse_config
+from .errors import InputError
+from .families import FAMILIES
+
+EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's own exit code is 2 as well; keep the message short
+        self.print_usage(sys.stderr)
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+
+
+def _families_arg(values: list[str] | None) -> list[str] | None:
+    if not values:
+        return None
+    out = []
+    for v in values:
+        out.extend(x.strip() for x in v.split(",") if x.strip())
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="eval.py", description="Evaluate LLM answers: judges, automatic metrics, UniEval, RepEval, "
+                                            "SAGEval. Subcommands: meta-eval, repeval (see `eval.py meta-eval -h`).")
+    p.add_argument("--config", "--config_file", dest="config", help="config file (.json, .yaml or .yml)")
+    p.add_argument("--battle_prompt_file", help="battle prompt file (ColossalAI format)")
+    p.add_argument("--gpt_evaluation_prompt_file", help="evaluation prompt file (ColossalAI format)")
+    p.add_argument("--target_file", help="file with the reference answers (field `target`)")
+    p.add_argument("--answer_file_list", nargs="+", help="one answer file per model")
+    p.add_argument("--model_name_list", nargs="+", help="model names, in the order of --answer_file_list")
+    p.add_argument("--gpt_model", help="judge model (OpenAI model name, a served model, or a local model)")
+    p.add_argument("--save_path", help="folder for results (default: the config's save_path, else ./results)")
+    p.add_argument("--openai_key", help="API key for an OpenAI-compatible judge (prefer the env variable named "
+                                        "by judge.api_key_env); never written to any file")
+    p.add_argument("--gpt_with_reference", action="store_true", default=None,
+                   help="give the target answer to the judge as a reference")
+    p.add_argument("--only", nargs="+", metavar="FAMILY", help=f"run only these families ({', '.join(FAMILIES)})")
+    p.add_argument("--skip", nargs="+", metavar="FAMILY", help="skip these families")
+    p.add_argument("--dry-run", action="store_true", help="validate everything and print the plan; score nothing")
+    p.add_argument("--fail-under", action="append", default=[], metavar="[CATEGORY:]METRIC=VALUE",
+                   help="exit 1 when an aggregate is below VALUE (repeatable), e.g. BLEU-4=0.2 or "
+                        "closed_qa:GPT/correctness=3.5")
+    p.add_argument("--no-charts", action="store_true", help="do not draw charts")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> RunConfig:
+    if args.config:
+        cfg = load_config(Path(args.config))
+    else:
+        if not args.answer_file_list:
+            raise InputError("nothing to do: give --config FILE (or ColossalAI's --config_file with "
+                             "--answer_file_list)")
+        cfg = parse_config({}, None)
+    if args.answer_file_list:
+        names = args.model_name_list or [Path(p).stem for p in args.answer_file_list]
+        if len(names) != len(args.answer_file_list):
+            raise InputError(f"--model_name_list has {len(names)} names for {len(args.answer_file_list)} "
+                             "--answer_file_list files; give one name per file")
+        from .config import AnswerFile
+
+        cfg.answers = [AnswerFile(name=n, path=Path(p)) for n, p in zip(names, args.answer_file_list)]
+    elif args.model_name_list:
+        if len(args.model_name_list) != len(cfg.answers):
+            raise InputError(f"--model_name_list has {len(args.model_name_list)} names for the config's "
+                             f"{len(cfg.answers)} answer files")
+        for a, n in zip(cfg.answers, args.model_name_list):
+            a.name = n
+    if args.target_file:
+        cfg.target_file = Path(args.target_file)
+    if args.save_path:
+        cfg.save_path = Path(args.save_path)
+    elif "save_path" not in cfg.raw:
+        cfg.save_path = Path("results")
+    if args.battle_prompt_file:
+        cfg.battle_prompt = Path(args.battle_prompt_file)
+    if args.gpt_evaluation_prompt_file:
+        cfg.evaluation_prompt = Path(args.gpt_evaluation_prompt_file)
+    if args.gpt_model:
+        cfg.judge.model = args.gpt_model
+    if args.openai_key:
+        cfg.openai_key = args.openai_key
+        if "backend" not in (cfg.raw.get("judge") or {}):
+            cfg.judge.backend = "openai"
+    if args.gpt_with_reference:
+        cfg.gpt_with_reference = True
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] == "meta-eval":
+            from .metaeval import main as meta_main
+
+            return meta_main(argv[1:])
+        if argv and argv[0] == "repeval":
+            from repeval.cli import main as repeval_main
+
+            return repeval_main(argv[1:])
+        args = build_parser().parse_args(argv)
+        from .runner import check_fail_under, run, select_families
+
+        families = select_families(_families_arg(args.only), _families_arg(args.skip))
+        cfg = config_from_args(args)
+        manifest = run(cfg, families=families, dry_run=args.dry_run, charts=not args.no_charts)
+        if args.dry_run:
+            print(manifest["plan_text"])
+            print("dry run: configuration, answer files and prompts are valid; nothing was scored")
+            return EXIT_OK
+        print(f"results: {cfg.save_path / 'results'}")
+        print(f"summary: {cfg.save_path / 'summary.csv'}")
+        print(f"charts:  {cfg.save_path / 'charts'}")
+        print(f"manifest: {cfg.save_path / 'manifest.json'}  (status: {manifest['status']})")
+        if args.fail_under:
+            failures = check_fail_under(cfg.save_path, args.fail_under)
+            if failures:
+                print("fail-under: " + "; ".join(failures), file=sys.stderr)
+                return EXIT_FAIL_UNDER
+        return EXIT_OK if not manifest["errors"] else EXIT_RUN_ERRORS
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT

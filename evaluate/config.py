@@ -1,0 +1,331 @@
+"""Run configuration: a superset of ColossalAI's config schema, JSON or YAML.
+
+ColossalAI's files (`language`, `path_for_UniEval`, `category -> {GPT, Metrics, UniEval}`) load
+unchanged. This project adds, all optional:
+
+    answers:      [{name: model_a, path: answers_a.json}, ...]
+    target_file:  targets.json
+    save_path:    results/
+    prompts:      {battle: battle_prompt_en.json, evaluation: evaluation_prompt_en.json}
+    judge:        {backend, model, base_url, api_key_env, concurrency, timeout, max_retries,
+                   temperature, cache, mode, both_orders, price}
+    gpt_with_reference: false
+    metric_options: {BERTScore: {num_layers: 6}, ROUGE: {multi_ref: max}}
+    RepEval / SAGEval lists in a category entry, and top-level `repeval` / `sageval` settings.
+
+Relative paths inside a config file are resolved against the file's folder; paths given on the
+command line are resolved against the current directory.
+
+This module checks the *shape* of the config (types, known keys). Whether the names inside a
+category are known (metrics, prompts, UniEval dimensions...) is checked by `validate.py`, once
+the answer files say which categories are used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError, InputError
+from .families import FAMILIES
+from .registry import suggest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+TOP_LEVEL_KEYS = (
+    "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
+    "judge", "gpt_with_reference", "metric_options", "repeval", "sageval", "battle",
+)
+JUDGE_KEYS = (
+    "backend", "model", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
+    "temperature", "cache", "mode", "both_orders", "price", "dtype", "max_tokens",
+)
+LANGUAGES = ("en", "cn")
+SECRET_KEYS = ("api_key", "key", "openai_key", "openai_api_key")
+
+
+@dataclass
+class AnswerFile:
+    name: str
+    path: Path
+
+
+@dataclass
+class JudgeConfig:
+    backend: str = "local"  # "local" (transformers) or "openai" (any OpenAI-compatible server)
+    model: str = "Qwen2.5-Coder-1.5B-Instruct"
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    concurrency: int = 8
+    timeout: float = 60.0
+    max_retries: int = 5
+    temperature: float = 0.0
+    cache: bool | str = True  # True: <save_path>/judge_cache.sqlite; a string: that path; False: off
+    mode: str = "auto"  # "auto" | "logprobs" | "generate"
+    both_orders: bool = True
+    price: dict[str, float] | None = None
+    dtype: str = "bfloat16"
+    max_tokens: int = 512
+
+
+@dataclass
+class RunConfig:
+    source: Path | None
+    raw: dict[str, Any]
+    language: str = "en"
+    path_for_unieval: dict[str, str] = field(default_factory=dict)
+    categories: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    answers: list[AnswerFile] = field(default_factory=list)
+    target_file: Path | None = None
+    save_path: Path = Path("results")
+    battle_prompt: Path | None = None
+    evaluation_prompt: Path | None = None
+    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    gpt_with_reference: bool = False
+    metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    repeval: dict[str, Any] = field(default_factory=dict)
+    sageval: dict[str, Any] = field(default_factory=dict)
+    battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
+    openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
+
+    @property
+    def hash(self) -> str:
+        """sha256 of the canonical JSON of the effective config (secrets excluded)."""
+        return hashlib.sha256(json.dumps(self.to_dict(), sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The effective configuration, as written to the run manifest. Never holds a secret."""
+        return {
+            "language": self.language,
+            "path_for_UniEval": self.path_for_unieval,
+            "category": self.categories,
+            "answers": [{"name": a.name, "path": str(a.path)} for a in self.answers],
+            "target_file": str(self.target_file) if self.target_file else None,
+            "save_path": str(self.save_path),
+            "prompts": {
+                "battle": str(self.battle_prompt) if self.battle_prompt else None,
+                "evaluation": str(self.evaluation_prompt) if self.evaluation_prompt else None,
+            },
+            "judge": asdict(self.judge),
+            "gpt_with_reference": self.gpt_with_reference,
+            "metric_options": self.metric_options,
+            "repeval": self.repeval,
+            "sageval": self.sageval,
+            "battle": self.battle,
+        }
+
+    def default_prompt(self, kind: str) -> Path:
+        """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language."""
+        return REPO_ROOT / "prompts" / f"{kind}_prompt_{self.language}.json"
+
+
+def read_structured(path: Path, what: str = "config") -> Any:
+    """Parse a JSON or YAML file (by extension; .yaml/.yml are YAML, everything else JSON)."""
+    if not path.exists():
+        raise InputError(f"{path}: {what} file not found")
+    if path.is_dir():
+        raise InputError(f"{path}: expected a {what} file, found a folder")
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise InputError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+class _Checker:
+    """Collects shape problems with their key paths, so one run reports all of them."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def expect(self, value: Any, types: type | tuple[type, ...], where: str, what: str) -> bool:
+        ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in _as_tuple(types))
+        if not ok:
+            self.problems.append(f"{where}: expected {what}, got {_type_name(value)} {_short(value)}")
+        return ok
+
+    def unknown_keys(self, mapping: dict, known: tuple[str, ...], where: str) -> None:
+        for key in mapping:
+            if key not in known:
+                self.problems.append(f'{where}: unknown key "{key}"{suggest(str(key), list(known))}'
+                                     f" (known: {', '.join(known)})")
+
+
+def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
+    return types if isinstance(types, tuple) else (types,)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _resolve(base: Path | None, value: str) -> Path:
+    p = Path(value).expanduser()
+    if not p.is_absolute() and base is not None:
+        p = base / p
+    return p
+
+
+def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
+    """Check the shape of a parsed config and build a RunConfig. Raises ConfigError listing every problem."""
+    src = str(source) if source else "config"
+    chk = _Checker()
+    if not isinstance(raw, dict):
+        raise ConfigError([f"expected a mapping at the top level, got {_type_name(raw)}"], src)
+    base = source.resolve().parent if source else None
+    cfg = RunConfig(source=source, raw=raw)
+    chk.unknown_keys(raw, TOP_LEVEL_KEYS, "(top level)")
+
+    lang = raw.get("language", "en")
+    if chk.expect(lang, str, "language", '"en" or "cn"'):
+        if lang not in LANGUAGES:
+            chk.problems.append(f'language: expected "en" or "cn", got "{lang}"{suggest(lang, list(LANGUAGES))}')
+        else:
+            cfg.language = lang
+
+    unieval = raw.get("path_for_UniEval", {}) or {}
+    if chk.expect(unieval, dict, "path_for_UniEval", "a mapping task -> checkpoint path"):
+        for task, path in unieval.items():
+            if chk.expect(path, str, f"path_for_UniEval.{task}", "a path string"):
+                cfg.path_for_unieval[str(task)] = path
+
+    cats = raw.get("category", {})
+    if cats is None:
+        cats = {}
+    if chk.expect(cats, dict, "category", "a mapping category name -> {GPT: [...], Metrics: [...], ...}"):
+        for cat, entry in cats.items():
+            where = f"category.{cat}"
+            if entry is None:
+                entry = {}
+            if not chk.expect(entry, dict, where, "a mapping family -> list of names"):
+                continue
+            chk.unknown_keys(entry, FAMILIES, where)
+            fams: dict[str, list[str]] = {}
+            for fam, names in entry.items():
+                if fam not in FAMILIES:
+                    continue
+                if names is None:
+                    names = []
+                if not chk.expect(names, list, f"{where}.{fam}", "a list of names"):
+                    continue
+                good: list[str] = []
+                for i, name in enumerate(names):
+                    if not chk.expect(name, str, f"{where}.{fam}[{i}]", "a name string"):
+                        continue
+                    if name in good:
+                        chk.problems.append(f'{where}.{fam}[{i}]: "{name}" is listed twice')
+                    else:
+                        good.append(name)
+                fams[fam] = good
+            cfg.categories[str(cat)] = fams
+
+    answers = raw.get("answers", []) or []
+    if chk.expect(answers, list, "answers", "a list of {name, path}"):
+        for i, item in enumerate(answers):
+            where = f"answers[{i}]"
+            if isinstance(item, str):
+                item = {"path": item}
+            if not chk.expect(item, dict, where, "a mapping {name, path}"):
+                continue
+            chk.unknown_keys(item, ("name", "path"), where)
+            path = item.get("path")
+            if not chk.expect(path, str, f"{where}.path", "a path string"):
+                continue
+            name = item.get("name") or Path(path).stem
+            if chk.expect(name, str, f"{where}.name", "a model name string"):
+                cfg.answers.append(AnswerFile(name=name, path=_resolve(base, path)))
+
+    for key in ("target_file", "save_path"):
+        value = raw.get(key)
+        if value is not None and chk.expect(value, str, key, "a path string"):
+            setattr(cfg, key, _resolve(base, value))
+
+    prompts = raw.get("prompts", {}) or {}
+    if chk.expect(prompts, dict, "prompts", "a mapping {battle: path, evaluation: path}"):
+        chk.unknown_keys(prompts, ("battle", "evaluation"), "prompts")
+        for kind in ("battle", "evaluation"):
+            value = prompts.get(kind)
+            if value is not None and chk.expect(value, str, f"prompts.{kind}", "a path string"):
+                setattr(cfg, f"{kind}_prompt", _resolve(base, value))
+
+    judge = raw.get("judge", {}) or {}
+    if chk.expect(judge, dict, "judge", "a mapping of judge settings"):
+        chk.unknown_keys({k: v for k, v in judge.items() if k.lower() not in SECRET_KEYS}, JUDGE_KEYS, "judge")
+        _parse_judge(judge, cfg.judge, chk)
+
+    for key in ("gpt_with_reference",):
+        value = raw.get(key)
+        if value is not None and chk.expect(value, bool, key, "true or false"):
+            setattr(cfg, key, value)
+    value = raw.get("battle")
+    if value is not None and chk.expect(value, bool, "battle", "true or false"):
+        cfg.battle = value
+
+    for key, attr in (("metric_options", "metric_options"), ("repeval", "repeval"), ("sageval", "sageval")):
+        value = raw.get(key)
+        if value is not None and chk.expect(value, dict, key, "a mapping"):
+            setattr(cfg, attr, value)
+
+    if chk.problems:
+        raise ConfigError(chk.problems, src)
+    return cfg
+
+
+def _parse_judge(judge: dict, out: JudgeConfig, chk: _Checker) -> None:
+    spec: dict[str, tuple[type | tuple[type, ...], str]] = {
+        "backend": (str, '"local" or "openai"'),
+        "model": (str, "a model name or path"),
+        "base_url": (str, "a URL"),
+        "api_key_env": (str, "the name of an environment variable"),
+        "concurrency": (int, "a positive integer"),
+        "timeout": ((int, float), "seconds"),
+        "max_retries": (int, "a non-negative integer"),
+        "temperature": ((int, float), "a number"),
+        "cache": ((bool, str), "true, false or a path"),
+        "mode": (str, '"auto", "logprobs" or "generate"'),
+        "both_orders": (bool, "true or false"),
+        "price": (dict, "a mapping {prompt: $ per 1M tokens, completion: $ per 1M tokens}"),
+        "dtype": (str, '"bfloat16" or "float32"'),
+        "max_tokens": (int, "a positive integer"),
+    }
+    for key, value in judge.items():
+        if key not in spec or value is None:
+            continue
+        types, what = spec[key]
+        if not chk.expect(value, types, f"judge.{key}", what):
+            continue
+        setattr(out, key, value)
+    if out.backend not in ("local", "openai"):
+        chk.problems.append(f'judge.backend: expected "local" or "openai", got "{out.backend}"'
+                            f"{suggest(out.backend, ['local', 'openai'])}")
+    if out.mode not in ("auto", "logprobs", "generate"):
+        chk.problems.append(f'judge.mode: expected "auto", "logprobs" or "generate", got "{out.mode}"')
+    if out.concurrency < 1:
+        chk.problems.append(f"judge.concurrency: expected a positive integer, got {out.concurrency}")
+    if out.max_retries < 0:
+        chk.problems.append(f"judge.max_retries: expected a non-negative integer, got {out.max_retries}")
+    if out.dtype not in ("bfloat16", "float32"):
+        chk.problems.append(f'judge.dtype: expected "bfloat16" or "float32", got "{out.dtype}"')
+    if any(str(k).lower() in SECRET_KEYS for k in judge):
+        chk.problems.append("judge: put the API key in an environment variable and name it in judge.api_key_env; "
+                            "keys are never read from config files")
+
+
+def load_config(path: Path) -> RunConfig:
+    return parse_config(read_structured(path, "config"), source=path)

@@ -1,0 +1,301 @@
+"""Meta-evaluation: how well does an evaluator agree with human judgments?
+
+    python eval.py meta-eval --data ../shared/data/metaeval/summeval.jsonl \
+        --evaluator ROUGE --set ROUGE.multi_ref=mean --output out.json
+
+Absolute files (rows with `doc_id`, `system_id`, `output`, `human`): each row's `output` is scored
+by the evaluators, and each score is correlated (Spearman, Kendall tau-b, Pearson) with each human
+dimension at three levels:
+- summary level: within each `doc_id`, over its systems; groups where either side is constant
+  (or with fewer than 2 scored rows) are skipped; the mean over groups is reported;
+- system level: the mean per `system_id`, correlated across systems;
+- dataset level: all rows at once.
+Pairwise files (rows with `response_a`, `response_b`, `label`): both responses are scored and the
+higher one is picked; accuracy against `label` over the non-tie rows.
+
+Evaluator names: a metric name (`ROUGE`, `BLEU`, ...) or `FAMILY:NAME` (`Metrics:ROUGE`,
+`UniEval:summarization-coherence`, `GPT:coherence`, `RepEval:fluency`), plus the baseline `Length`
+(number of words; "pick the longer answer").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import parse_config
+from .errors import InputError
+from .families import FAMILIES, get_family
+from .records import Record
+from .results import atomic_write_json
+from .scores import ItemScores
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise InputError(f"{path}: file not found")
+    rows = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{path}: line {i}: not valid JSON ({exc.msg})") from None
+    if not rows:
+        raise InputError(f"{path}: no rows")
+    return rows
+
+
+def parse_evaluator(spec: str) -> tuple[str, str]:
+    if ":" in spec:
+        fam, _, name = spec.partition(":")
+        if fam not in FAMILIES and fam != "baseline":
+            from .registry import suggest
+
+            raise InputError(f'--evaluator "{spec}": unknown family "{fam}"{suggest(fam, list(FAMILIES))}')
+        return fam, name
+    if spec.lower() in ("length", "baseline:length"):
+        return "baseline", "Length"
+    return "Metrics", spec
+
+
+def parse_sets(values: list[str]) -> dict[str, dict[str, Any]]:
+    """--set METRIC.option=value (value parsed as JSON when it can be, else kept as a string)."""
+    out: dict[str, dict[str, Any]] = {}
+    for v in values:
+        lhs, eq, rhs = v.partition("=")
+        name, dot, opt = lhs.partition(".")
+        if not eq or not dot or not name or not opt:
+            raise InputError(f'--set "{v}": expected NAME.option=value, e.g. ROUGE.multi_ref=mean')
+        try:
+            value = json.loads(rhs)
+        except json.JSONDecodeError:
+            value = rhs
+        out.setdefault(name, {})[opt] = value
+    return out
+
+
+def row_record(row: dict[str, Any], idx: int, output_key: str = "output") -> Record:
+    src = row.get("source", "")
+    refs = tuple(r for r in (row.get("references") or []) if isinstance(r, str) and r.strip())
+    task = row.get("task") or row.get("dataset") or "general"
+    instruction = row.get("instruction") or {
+        "summarization": "Summarize the following article.",
+        "dialogue": "Continue the following dialogue.",
+        "simplification": "Simplify the following sentence.",
+    }.get(task, "Respond to the following input.")
+    inp = row.get("input", src) if "instruction" in row else src
+    return Record(id=str(row.get("id", idx)), category=task, instruction=instruction, input=inp or "",
+                  output=row.get(output_key) or "", targets=refs,
+                  extra={"source": src, "context": row.get("context", ""), "doc_id": row.get("doc_id")})
+
+
+def score_records(evaluators: list[tuple[str, str]], records: list[Record], language: str,
+                  options: dict[str, dict[str, Any]], extra_config: dict[str, Any]) -> tuple[list[dict[str, float | None]], dict]:
+    """Per record: score key -> value (None when invalid). Returns (scores, signatures)."""
+    out: list[dict[str, float | None]] = [{} for _ in records]
+    sigs: dict[str, Any] = {}
+    by_family: dict[str, list[str]] = {}
+    for fam, name in evaluators:
+        by_family.setdefault(fam, []).append(name)
+    if "baseline" in by_family:
+        for i, r in enumerate(records):
+            out[i]["baseline/Length"] = float(len(r.output.split()))
+        sigs["baseline/Length"] = {"metric": "Length", "unit": "whitespace-separated words"}
+    category = records[0].category if records else "general"
+    raw = {"language": language, "metric_options": options, "category": {category: {}}, **extra_config}
+    for fam, names in by_family.items():
+        if fam == "baseline":
+            continue
+        raw["category"][category][fam] = names
+    cfg = parse_config(raw, None)
+    for fam, names in by_family.items():
+        if fam == "baseline":
+            continue
+        try:
+            family = get_family(fam)
+        except KeyError:
+            raise InputError(f"evaluator family {fam} is not available in this version") from None
+        problems = family.validate(cfg, category, names, f"--evaluator {fam}", used=True)
+        if problems:
+            raise InputError("; ".join(problems))
+        result = family.run(cfg, category, names, records)
+        family.close()
+        for i, item in enumerate(result.items):
+            for k, v in item.scores.items():
+                out[i][f"{fam}/{k}"] = v
+            for k in item.invalid:
+                out[i][f"{fam}/{k}"] = None
+        for k, sig in result.signatures.items():
+            sigs[f"{fam}/{k}"] = sig
+    return out, sigs
+
+
+def _corr(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    from scipy import stats
+
+    return {"spearman": float(stats.spearmanr(x, y).statistic), "kendall": float(stats.kendalltau(x, y).statistic),
+            "pearson": float(stats.pearsonr(x, y).statistic)}
+
+
+def _constant(v: np.ndarray) -> bool:
+    return len(v) < 2 or float(np.max(v) - np.min(v)) == 0.0
+
+
+def correlations(rows: list[dict[str, Any]], scores: list[float | None], dim: str) -> dict[str, Any]:
+    """Summary-, system- and dataset-level correlations of one score with one human dimension."""
+    data = [(r.get("doc_id"), r.get("system_id"), s, r["human"][dim]) for r, s in zip(rows, scores)
+            if s is not None and math.isfinite(s) and isinstance(r.get("human", {}).get(dim), (int, float))]
+    result: dict[str, Any] = {"n": len(data)}
+    if len(data) < 3:
+        return result
+    groups: dict[Any, list[tuple[float, float]]] = {}
+    for doc, _, s, h in data:
+        groups.setdefault(doc, []).append((s, h))
+    per = {"spearman": [], "kendall": [], "pearson": []}
+    skipped = 0
+    for pairs in groups.values():
+        x = np.array([p[0] for p in pairs], dtype=float)
+        y = np.array([p[1] for p in pairs], dtype=float)
+        if _constant(x) or _constant(y):
+            skipped += 1
+            continue
+        for k, v in _corr(x, y).items():
+            per[k].append(v)
+    if per["spearman"]:
+        result["summary"] = {k: float(np.mean(v)) for k, v in per.items()}
+        result["summary"].update(groups=len(per["spearman"]), skipped=skipped)
+    systems: dict[Any, list[tuple[float, float]]] = {}
+    for _, sys_id, s, h in data:
+        systems.setdefault(sys_id, []).append((s, h))
+    if len(systems) >= 3:
+        xs = np.array([np.mean([p[0] for p in v]) for v in systems.values()])
+        ys = np.array([np.mean([p[1] for p in v]) for v in systems.values()])
+        if not (_constant(xs) or _constant(ys)):
+            result["system"] = {**_corr(xs, ys), "systems": len(systems)}
+    x = np.array([d[2] for d in data], dtype=float)
+    y = np.array([d[3] for d in data], dtype=float)
+    if not (_constant(x) or _constant(y)):
+        result["dataset"] = _corr(x, y)
+    return result
+
+
+def _is_pairwise(rows: list[dict[str, Any]]) -> bool:
+    return all(k in rows[0] for k in ("response_a", "response_b", "label"))
+
+
+def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", options: dict | None = None,
+                 docs: int | None = None, limit: int | None = None, extra_config: dict | None = None) -> dict[str, Any]:
+    rows = read_jsonl(data)
+    if docs is not None:
+        keep = list(dict.fromkeys(r.get("doc_id") for r in rows))[:docs]
+        keep_set = set(keep)
+        rows = [r for r in rows if r.get("doc_id") in keep_set]
+    if limit is not None:
+        rows = rows[:limit]
+    evs = [parse_evaluator(e) for e in evaluators]
+    report: dict[str, Any] = {"data": str(data), "rows": len(rows), "evaluators": evaluators,
+                              "options": options or {}}
+    if _is_pairwise(rows):
+        recs_a = [row_record({**r, "output": r["response_a"]}, i) for i, r in enumerate(rows)]
+        recs_b = [row_record({**r, "output": r["response_b"]}, i) for i, r in enumerate(rows)]
+        sa, sigs = score_records(evs, recs_a, language, options or {}, extra_config or {})
+        sb, _ = score_records(evs, recs_b, language, options or {}, extra_config or {})
+        report["signatures"] = sigs
+        report["pairwise"] = {}
+        for key in sorted({k for d in sa for k in d}):
+            report["pairwise"][key] = pairwise_accuracy(rows, [d.get(key) for d in sa], [d.get(key) for d in sb])
+        return report
+    missing = [i for i, r in enumerate(rows) if "output" not in r or "human" not in r]
+    if missing:
+        raise InputError(f"{data}: row {missing[0] + 1}: expected fields output and human (or response_a, "
+                         "response_b, label for a pairwise file)")
+    records = [row_record(r, i) for i, r in enumerate(rows)]
+    scores, sigs = score_records(evs, records, language, options or {}, extra_config or {})
+    dims = sorted({d for r in rows for d in r.get("human", {})})
+    report["signatures"] = sigs
+    report["dimensions"] = dims
+    report["correlations"] = {}
+    report["invalid"] = {}
+    for key in sorted({k for d in scores for k in d}):
+        vals = [d.get(key) for d in scores]
+        report["invalid"][key] = sum(v is None for v in vals)
+        report["correlations"][key] = {dim: correlations(rows, vals, dim) for dim in dims}
+    return report
+
+
+def pairwise_accuracy(rows: list[dict[str, Any]], a: list[float | None], b: list[float | None]) -> dict[str, Any]:
+    right = wrong = tied = invalid = 0
+    by_subset: dict[str, list[int]] = {}
+    for r, x, y in zip(rows, a, b):
+        if r["label"] == "tie":
+            continue
+        if x is None or y is None:
+            invalid += 1
+            continue
+        if x == y:
+            tied += 1
+            outcome = 0
+        else:
+            pick = "a" if x > y else "b"
+            outcome = 1 if pick == r["label"] else -1
+            right += outcome == 1
+            wrong += outcome == -1
+        sub = by_subset.setdefault(str(r.get("subset", "")), [0, 0])
+        sub[0] += outcome == 1
+        sub[1] += 1
+    n = right + wrong + tied
+    return {"accuracy": (right + 0.5 * tied) / n if n else None, "n": n, "right": right, "wrong": wrong,
+            "predicted_ties": tied, "invalid": invalid, "note": "ties count as half right; label ties excluded",
+            "by_subset": {k: v[0] / v[1] for k, v in by_subset.items() if v[1]}}
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = [f"{report['data']}: {report['rows']} rows"]
+    if "pairwise" in report:
+        lines += ["", "| evaluator | accuracy | n | predicted ties |", "|---|---|---|---|"]
+        for key, acc in report["pairwise"].items():
+            val = "-" if acc["accuracy"] is None else f"{acc['accuracy']:.3f}"
+            lines.append(f"| {key} | {val} | {acc['n']} | {acc['predicted_ties']} |")
+        return "\n".join(lines)
+    dims = report["dimensions"]
+    for level in ("summary", "system", "dataset"):
+        lines += ["", f"Spearman, {level} level", "| evaluator | " + " | ".join(dims) + " |",
+                  "|---" * (len(dims) + 1) + "|"]
+        for key, per_dim in report["correlations"].items():
+            cells = [f"{per_dim[d][level]['spearman']:.3f}" if level in per_dim[d] else "-" for d in dims]
+            lines.append(f"| {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="eval.py meta-eval", description=__doc__.split("\n\n")[0])
+    p.add_argument("--data", required=True, help="a ../shared/data/metaeval/*.jsonl file (or the same schema)")
+    p.add_argument("--evaluator", required=True, nargs="+", help="e.g. ROUGE BLEU Length UniEval:summarization-fluency")
+    p.add_argument("--output", help="write the full report (JSON) here")
+    p.add_argument("--language", default="en", choices=["en", "cn"])
+    p.add_argument("--set", action="append", default=[], metavar="NAME.option=value",
+                   help="metric option, e.g. ROUGE.multi_ref=mean (repeatable)")
+    p.add_argument("--config", help="a run config whose judge / path_for_UniEval / repeval settings to use")
+    p.add_argument("--docs", type=int, help="only the first N documents (by doc_id order of appearance)")
+    p.add_argument("--limit", type=int, help="only the first N rows")
+    args = p.parse_args(argv)
+    extra: dict[str, Any] = {}
+    if args.config:
+        from .config import read_structured
+
+        raw = read_structured(Path(args.config))
+        extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "repeval", "sageval", "prompts")}
+    report = run_metaeval(Path(args.data), args.evaluator, language=args.language, options=parse_sets(args.set),
+                          docs=args.docs, limit=args.limit, extra_config=extra)
+    print(format_report(report))
+    if args.output:
+        atomic_write_json(Path(args.output), report)
+        print(f"report: {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,280 @@
+"""Result files: per-model JSON (every item, every score, aggregates, signatures), CSV summary.
+
+Layout under `save_path`:
+
+    results/<model>.json   one per model; merged across runs (see `ModelResults.load`)
+    summary.csv            every aggregate of every model found in results/ (long format)
+    battles/*.json         pairwise judge battles (written by the GPT family)
+    manifest.json          the last run: config and hash, versions, models, times, counts, errors
+    runs/<run_id>.json     every run's manifest
+    charts/*.png           comparison charts of all models found in results/
+
+Score keys are "<Family>/<name>", e.g. "Metrics/BLEU-4", "GPT/relevance", "UniEval/summarization-fluency".
+A result file is rewritten (atomically) after every category and family, so an interrupted run
+keeps everything computed before the interruption.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .records import Record
+from .scores import ItemScores
+
+SCHEMA = "llm-eval-results/1"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=2, default=_json_default) + "\n")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "to_dict"):
+        return obj.to_dict()
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def safe_name(name: str) -> str:
+    """A model name as a file name (keeps letters, digits, '.', '_', '-')."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+    return cleaned or "model"
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def summarize(values: list[tuple[str, float]], invalid: int) -> dict[str, Any]:
+    """mean, std, 95% CI of the mean (normal approximation), n, invalid, best and worst item."""
+    n = len(values)
+    agg: dict[str, Any] = {"mean": None, "std": None, "ci95": None, "n": n, "invalid": invalid,
+                           "best": None, "worst": None}
+    if n == 0:
+        return agg
+    xs = [v for _, v in values]
+    mean = sum(xs) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+    half = 1.96 * std / math.sqrt(n) if n > 1 else 0.0
+    best = max(values, key=lambda p: p[1])
+    worst = min(values, key=lambda p: p[1])
+    agg.update(mean=mean, std=std, ci95=[mean - half, mean + half],
+               best={"id": best[0], "value": best[1]}, worst={"id": worst[0], "value": worst[1]})
+    return agg
+
+
+@dataclass
+class ModelResults:
+    """Everything known about one model's answers under one save_path."""
+
+    model: str
+    answer_file: str = ""
+    items: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> item entry (insertion order = file order)
+    signatures: dict[str, dict[str, Any]] = field(default_factory=dict)
+    corpus: dict[str, dict[str, float]] = field(default_factory=dict)  # category -> score key -> corpus value
+    skipped_categories: dict[str, int] = field(default_factory=dict)
+    runs: list[str] = field(default_factory=list)
+
+    @classmethod
+    def path_for(cls, save_path: Path, model: str) -> Path:
+        return save_path / "results" / f"{safe_name(model)}.json"
+
+    @classmethod
+    def load(cls, path: Path) -> "ModelResults":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        res = cls(model=data["model"], answer_file=data.get("answer_file", ""))
+        for item in data.get("items", []):
+            res.items[str(item["id"])] = item
+        res.signatures = data.get("signatures", {})
+        for cat, aggs in data.get("aggregates", {}).get("by_category", {}).items():
+            for key, agg in aggs.items():
+                if agg.get("corpus") is not None:
+                    res.corpus.setdefault(cat, {})[key] = agg["corpus"]
+        res.skipped_categories = data.get("skipped_categories", {})
+        res.runs = data.get("runs", [])
+        return res
+
+    @classmethod
+    def open(cls, save_path: Path, model: str, answer_file: str, records: Iterable[Record]) -> "ModelResults":
+        """Start from the model's earlier results (if any) so runs of different families accumulate.
+
+        Scores of an item whose output text changed since are dropped: they describe another answer.
+        """
+        path = cls.path_for(save_path, model)
+        res = cls(model=model, answer_file=answer_file)
+        old = None
+        if path.exists():
+            try:
+                old = cls.load(path)
+            except (json.JSONDecodeError, KeyError, TypeError):
+                old = None  # unreadable earlier results are replaced, not merged
+        for rec in records:
+            entry = {
+                "id": rec.id, "category": rec.category, "instruction": rec.instruction, "input": rec.input,
+                "output": rec.output, "targets": list(rec.targets), "output_sha256": sha256_text(rec.output),
+                "flags": ["empty_output"] if not rec.output.strip() else [],
+                "scores": {}, "invalid": {}, "details": {},
+            }
+            prev = old.items.get(rec.id) if old else None
+            if prev and prev.get("output_sha256") == entry["output_sha256"] and prev.get("category") == rec.category:
+                for k in ("scores", "invalid", "details"):
+                    entry[k] = dict(prev.get(k, {}))
+            res.items[rec.id] = entry
+        if old:
+            res.signatures = dict(old.signatures)
+            res.corpus = {c: dict(v) for c, v in old.corpus.items()}
+            res.runs = list(old.runs)
+        return res
+
+    def add(self, family: str, category: str, records: list[Record], out_items: list[ItemScores],
+            signatures: dict[str, dict[str, Any]], corpus: dict[str, float]) -> None:
+        """Merge one family's results for one category (replacing that family's earlier keys for these items)."""
+        names = set(signatures) | {k for it in out_items for k in (*it.scores, *it.invalid)}
+        keys = {f"{family}/{n}" for n in names}
+        for rec, it in zip(records, out_items):
+            entry = self.items[rec.id]
+            for part in ("scores", "invalid", "details"):
+                for k in list(entry[part]):
+                    if k in keys:
+                        del entry[part][k]
+            for name, value in it.scores.items():
+                entry["scores"][f"{family}/{name}"] = float(value) if _finite(value) else None
+            for name, inv in it.invalid.items():
+                entry["invalid"][f"{family}/{name}"] = inv.to_dict()
+            for name, det in it.details.items():
+                entry["details"][f"{family}/{name}"] = det
+        for name, sig in signatures.items():
+            self.signatures[f"{family}/{name}"] = sig
+        if corpus:
+            cat = self.corpus.setdefault(category, {})
+            for name, value in corpus.items():
+                cat[f"{family}/{name}"] = value
+
+    def aggregates(self) -> dict[str, Any]:
+        by_cat: dict[str, dict[str, list[tuple[str, float]]]] = {}
+        inv_cat: dict[str, dict[str, int]] = {}
+        for item in self.items.values():
+            cat = item["category"]
+            for key, value in item["scores"].items():
+                if _finite(value):
+                    by_cat.setdefault(cat, {}).setdefault(key, []).append((item["id"], value))
+            for key in item["invalid"]:
+                inv_cat.setdefault(cat, {})[key] = inv_cat.get(cat, {}).get(key, 0) + 1
+        out_cat: dict[str, dict[str, Any]] = {}
+        overall_vals: dict[str, list[tuple[str, float]]] = {}
+        overall_inv: dict[str, int] = {}
+        for cat in sorted(set(by_cat) | set(inv_cat)):
+            keys = sorted(set(by_cat.get(cat, {})) | set(inv_cat.get(cat, {})))
+            out_cat[cat] = {}
+            for key in keys:
+                vals = by_cat.get(cat, {}).get(key, [])
+                inv = inv_cat.get(cat, {}).get(key, 0)
+                agg = summarize(vals, inv)
+                corpus = self.corpus.get(cat, {}).get(key)
+                if corpus is not None:
+                    agg["corpus"] = corpus
+                out_cat[cat][key] = agg
+                overall_vals.setdefault(key, []).extend(vals)
+                overall_inv[key] = overall_inv.get(key, 0) + inv
+        overall = {k: summarize(overall_vals.get(k, []), overall_inv.get(k, 0)) for k in sorted(overall_vals)}
+        macro = {}
+        for key in overall:
+            means = [out_cat[c][key]["mean"] for c in out_cat if key in out_cat[c] and out_cat[c][key]["mean"] is not None]
+            macro[key] = {"mean": sum(means) / len(means) if means else None, "categories": len(means)}
+        return {"by_category": out_cat, "overall": overall, "macro": macro}
+
+    def to_dict(self, run_id: str | None = None) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "model": self.model,
+            "answer_file": self.answer_file,
+            "runs": self.runs + ([run_id] if run_id and run_id not in self.runs else []),
+            "signatures": self.signatures,
+            "aggregates": self.aggregates(),
+            "skipped_categories": self.skipped_categories,
+            "items": list(self.items.values()),
+        }
+
+    def save(self, save_path: Path, run_id: str | None = None) -> Path:
+        path = self.path_for(save_path, self.model)
+        data = self.to_dict(run_id)
+        self.runs = data["runs"]
+        atomic_write_json(path, data)
+        return path
+
+
+def load_all(save_path: Path) -> list[ModelResults]:
+    """Every model's results under save_path, in name order (models run one at a time are all found)."""
+    folder = save_path / "results"
+    if not folder.is_dir():
+        return []
+    out = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            out.append(ModelResults.load(path))
+        except (json.JSONDecodeError, KeyError, TypeError):
+            continue
+    return out
+
+
+CSV_FIELDS = ("model", "category", "family", "metric", "mean", "std", "ci95_low", "ci95_high", "n", "invalid",
+              "corpus")
+
+
+def summary_rows(results: list[ModelResults]) -> list[dict[str, Any]]:
+    rows = []
+    for res in results:
+        aggs = res.aggregates()
+        blocks = list(aggs["by_category"].items()) + [("(all)", aggs["overall"])]
+        for cat, block in blocks:
+            for key, agg in block.items():
+                family, _, metric = key.partition("/")
+                ci = agg.get("ci95") or [None, None]
+                rows.append({"model": res.model, "category": cat, "family": family, "metric": metric,
+                             "mean": agg["mean"], "std": agg["std"], "ci95_low": ci[0], "ci95_high": ci[1],
+                             "n": agg["n"], "invalid": agg["invalid"], "corpus": agg.get("corpus")})
+    return rows
+
+
+def write_summary_csv(save_path: Path, results: list[ModelResults]) -> Path:
+    path = save_path / "summary.csv"
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in summary_rows(results):
+        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
+    atomic_write_text(path, buf.getvalue())
+    return path

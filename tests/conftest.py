@@ -1,0 +1,26 @@
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("EVAL_NO_PROGRESS", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = (REPO / ".." / "shared").resolve()
+COLOSSAL = SHARED / "data" / "colossalai" / "Chat" / "evaluate"
+
+
+@pytest.fixture
+def shared() -> Path:
+    """../shared beside the checkout; tests that need it skip cleanly where it is absent."""
+    if not (SHARED / "data").is_dir():
+        pytest.skip("../shared/data is not present beside this checkout")
+    return SHARED
+
+
+@pytest.fixture
+def colossal(shared) -> Path:
+    return COLOSSAL
