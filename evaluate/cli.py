@@ -125,10 +125,11 @@ def main(argv: list[str] | None = None) -> int:
             print(manifest["plan_text"])
             print("dry run: configuration, answer files and prompts are valid; nothing was scored")
             return EXIT_OK
-        print(f"results: {cfg.save_path / 'results'}")
-        print(f"summary: {cfg.save_path / 'summary.csv'}")
-        print(f"charts:  {cfg.save_path / 'charts'}")
-        print(f"manifest: {cfg.save_path / 'manifest.json'}  (status: {manifest['status']})")
+        save = cfg.save_path.resolve()
+        print(f"results:  {save / 'results'}  (one JSON per model)")
+        print(f"summary:  {save / 'summary.csv'}")
+        print(f"charts:   {save / 'charts'}")
+        print(f"manifest: {save / 'manifest.json'}  (status: {manifest['status']})")
         if args.fail_under:
             failures = check_fail_under(cfg.save_path, args.fail_under)
             if failures:

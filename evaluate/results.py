@@ -76,8 +76,15 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _t975(dof: int) -> float:
+    """The 97.5% quantile of Student's t: a 95% CI of a mean over few items must be wide."""
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, dof))
+
+
 def summarize(values: list[tuple[str, float]], invalid: int) -> dict[str, Any]:
-    """mean, std, 95% CI of the mean (normal approximation), n, invalid, best and worst item."""
+    """mean, sample std, 95% CI of the mean (Student's t), n, invalid, best and worst item."""
     n = len(values)
     agg: dict[str, Any] = {"mean": None, "std": None, "ci95": None, "n": n, "invalid": invalid,
                            "best": None, "worst": None}
@@ -86,7 +93,7 @@ def summarize(values: list[tuple[str, float]], invalid: int) -> dict[str, Any]:
     xs = [v for _, v in values]
     mean = sum(xs) / n
     std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-    half = 1.96 * std / math.sqrt(n) if n > 1 else 0.0
+    half = _t975(n - 1) * std / math.sqrt(n) if n > 1 else 0.0
     best = max(values, key=lambda p: p[1])
     worst = min(values, key=lambda p: p[1])
     agg.update(mean=mean, std=std, ci95=[mean - half, mean + half],

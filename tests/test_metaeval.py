@@ -1,0 +1,67 @@
+"""Meta-evaluation: correlation levels on hand-made data, pairwise accuracy, the published ROUGE table."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from evaluate.metaeval import correlations, pairwise_accuracy, run_metaeval
+
+
+def rows_for(doc_scores):
+    rows = []
+    for doc, systems in doc_scores.items():
+        for sys_id, h in systems.items():
+            rows.append({"doc_id": doc, "system_id": sys_id, "human": {"q": h}})
+    return rows
+
+
+def test_summary_level_skips_constant_groups_and_averages():
+    rows = rows_for({"d1": {"s1": 1, "s2": 2, "s3": 3}, "d2": {"s1": 3, "s2": 1, "s3": 2},
+                     "d3": {"s1": 2, "s2": 2, "s3": 2}})  # d3: human constant -> skipped
+    scores = [0.1, 0.2, 0.3, 0.1, 0.2, 0.3, 0.5, 0.1, 0.9]
+    res = correlations(rows, scores, "q")
+    d1 = stats.spearmanr([0.1, 0.2, 0.3], [1, 2, 3]).statistic
+    d2 = stats.spearmanr([0.1, 0.2, 0.3], [3, 1, 2]).statistic
+    assert res["summary"]["spearman"] == pytest.approx((d1 + d2) / 2)
+    assert res["summary"]["groups"] == 2 and res["summary"]["skipped"] == 1
+    # system level: means per system
+    xs = [np.mean([0.1, 0.1, 0.5]), np.mean([0.2, 0.2, 0.1]), np.mean([0.3, 0.3, 0.9])]
+    ys = [2, 5 / 3, 7 / 3]
+    assert res["system"]["pearson"] == pytest.approx(stats.pearsonr(xs, ys).statistic)
+    assert res["dataset"]["kendall"] == pytest.approx(stats.kendalltau(scores, [r["human"]["q"] for r in rows]).statistic)
+
+
+def test_invalid_scores_are_left_out():
+    rows = rows_for({"d1": {"s1": 1, "s2": 2, "s3": 3, "s4": 4}})
+    res = correlations(rows, [0.1, None, 0.3, 0.4], "q")
+    assert res["n"] == 3
+    assert res["summary"]["spearman"] == pytest.approx(1.0)
+
+
+def test_pairwise_accuracy_counts_ties_half_and_skips_label_ties():
+    rows = [{"label": "a"}, {"label": "b"}, {"label": "a"}, {"label": "tie"}, {"label": "b"}]
+    res = pairwise_accuracy(rows, [2, 1, 1, 5, None], [1, 2, 1, 0, 3])
+    assert res["n"] == 3 and res["right"] == 2 and res["predicted_ties"] == 1 and res["invalid"] == 1
+    assert res["accuracy"] == pytest.approx(2.5 / 3)
+
+
+def test_length_baseline_on_hhh_matches_sources_md(shared):
+    rep = run_metaeval(shared / "data" / "metaeval" / "hhh_alignment.jsonl", ["Length"])
+    acc = rep["pairwise"]["baseline/Length"]
+    # SOURCES.md: "pick the longer response" is right on 62.9% of HHH pairs (by characters or words)
+    assert acc["n"] == 221
+    assert acc["accuracy"] == pytest.approx(0.629, abs=0.02)
+
+
+def test_rouge_reproduces_the_published_summeval_table(shared):
+    """SOURCES.md: summary-level Spearman of ROUGE F1 (Porter stemmer, mean over the 11 references)."""
+    rep = run_metaeval(shared / "data" / "metaeval" / "summeval.jsonl", ["ROUGE"],
+                       options={"ROUGE": {"multi_ref": "mean"}})
+    table = {"Metrics/ROUGE-1": (.169, .160, .116, .328), "Metrics/ROUGE-2": (.184, .187, .159, .290),
+             "Metrics/ROUGE-Lsum": (.130, .115, .106, .311)}
+    for key, expected in table.items():
+        got = [rep["correlations"][key][d]["summary"]["spearman"]
+               for d in ("coherence", "consistency", "fluency", "relevance")]
+        assert got == pytest.approx(expected, abs=0.005), key
