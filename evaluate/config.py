@@ -37,7 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 TOP_LEVEL_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
-    "judge", "gpt_with_reference", "metric_options", "repeval", "sageval", "battle",
+    "judge", "gpt_with_reference", "metric_options", "unieval", "repeval", "sageval", "battle",
 )
 JUDGE_KEYS = (
     "backend", "model", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
@@ -86,6 +86,7 @@ class RunConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     gpt_with_reference: bool = False
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unieval: dict[str, Any] = field(default_factory=dict)
     repeval: dict[str, Any] = field(default_factory=dict)
     sageval: dict[str, Any] = field(default_factory=dict)
     battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
@@ -112,6 +113,7 @@ class RunConfig:
             "judge": asdict(self.judge),
             "gpt_with_reference": self.gpt_with_reference,
             "metric_options": self.metric_options,
+            "unieval": self.unieval,
             "repeval": self.repeval,
             "sageval": self.sageval,
             "battle": self.battle,
@@ -277,7 +279,8 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
     if value is not None and chk.expect(value, bool, "battle", "true or false"):
         cfg.battle = value
 
-    for key, attr in (("metric_options", "metric_options"), ("repeval", "repeval"), ("sageval", "sageval")):
+    for key, attr in (("metric_options", "metric_options"), ("unieval", "unieval"), ("repeval", "repeval"),
+                      ("sageval", "sageval")):
         value = raw.get(key)
         if value is not None and chk.expect(value, dict, key, "a mapping"):
             setattr(cfg, attr, value)

@@ -291,7 +291,7 @@ def main(argv: list[str]) -> int:
         from .config import read_structured
 
         raw = read_structured(Path(args.config))
-        extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "repeval", "sageval", "prompts")}
+        extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "unieval", "repeval", "sageval", "prompts")}
     report = run_metaeval(Path(args.data), args.evaluator, language=args.language, options=parse_sets(args.set),
                           docs=args.docs, limit=args.limit, extra_config=extra)
     print(format_report(report))

@@ -55,4 +55,8 @@ def get_family(name: str) -> Family:
         from .metrics import MetricsFamily
 
         return MetricsFamily()
+    if name == "UniEval":
+        from .unieval import UniEvalFamily
+
+        return UniEvalFamily()
     raise KeyError(name)

@@ -1,0 +1,193 @@
+"""A persistent SQLite cache in front of any backend.
+
+Judge calls cost money and time; the same (judge, request) pair must be paid for once. The
+key is sha256 of the judge's signature (minus fields that do not change answers, such as
+concurrency) and the request's canonical hash. Each successful completion is written the
+moment it arrives, so a run killed half-way resumes paying only for the rest. Failures and
+empty replies are never stored: a re-run retries them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .base import Backend, Completion, JudgeRequest, ProgressFn
+from .runner import progress_bar
+from ..errors import InputError
+
+SCHEMA_VERSION = 1
+# Signature fields that never change what the judge answers; excluded from the key so that
+# tuning them keeps the cache valid.
+VOLATILE_FIELDS: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS completions (
+    key TEXT PRIMARY KEY,
+    judge TEXT NOT NULL,
+    request TEXT NOT NULL,
+    completion TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class CachedBackend(Backend):
+    """Wraps `inner`; answers from `path` when it can and asks `inner` only for the misses.
+
+    Args:
+        inner: the backend that really answers.
+        path: the SQLite file (created with its parent folder).
+        volatile_fields: signature keys left out of the cache key (add "base_url" to share a
+            cache between two servers known to serve the same model).
+        chunk_size: for inner backends without `complete_many_indexed`, misses are sent in chunks
+            of this size and each chunk is stored as soon as it returns.
+    """
+
+    def __init__(
+        self,
+        inner: Backend,
+        path: str | Path,
+        *,
+        volatile_fields: Sequence[str] = VOLATILE_FIELDS,
+        chunk_size: int = 16,
+    ):
+        super().__init__(inner.model)
+        self.inner = inner
+        self.kind = inner.kind
+        self.path = Path(path)
+        self.chunk_size = max(1, chunk_size)
+        judge = {k: v for k, v in inner.signature().items() if k not in set(volatile_fields)}
+        self._judge = json.dumps(judge, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # One connection shared under a lock: writes are tiny, and WAL lets other processes read meanwhile.
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{self.path}: cannot open the judge cache as an SQLite database ({exc})") from exc
+
+    # ------------------------------------------------------------------ keys and storage
+    def key(self, request: JudgeRequest) -> str:
+        blob = json.dumps({"v": SCHEMA_VERSION, "judge": self._judge, "request": request.key()}, sort_keys=True)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def _lookup(self, keys: Sequence[str]) -> dict[str, Completion]:
+        found: dict[str, Completion] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(unique), 500):  # stay under SQLite's bound-parameter limit
+                part = unique[start : start + 500]
+                rows = self._conn.execute(
+                    f"SELECT key, completion FROM completions WHERE key IN ({','.join('?' * len(part))})", part
+                ).fetchall()
+                for k, blob in rows:
+                    found[k] = Completion.from_dict(json.loads(blob), cached=True)
+        return found
+
+    def _store(self, key: str, request: JudgeRequest, comp: Completion) -> None:
+        if not comp.ok or not comp.text.strip():
+            return
+        row = (key, self._judge, json.dumps(request.as_dict(), ensure_ascii=False), json.dumps(comp.to_dict(), ensure_ascii=False), time.time())
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", row)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+
+    # ------------------------------------------------------------------ Backend
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.inner.supports_logprobs
+
+    def signature(self) -> dict[str, Any]:
+        return self.inner.signature()
+
+    def usage(self) -> dict[str, Any]:
+        inner = self.inner.usage() if hasattr(self.inner, "usage") else {}
+        return {**inner, "cache_hits": self.hits, "cache_misses": self.misses}
+
+    def complete(self, request: JudgeRequest) -> Completion:
+        key = self.key(request)
+        hit = self._lookup([key]).get(key)
+        if hit is not None:
+            with self._lock:
+                self.hits += 1
+            return hit
+        with self._lock:
+            self.misses += 1
+        comp = self.inner.complete(request)
+        self._store(key, request, comp)
+        return comp
+
+    def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
+        """Hits first, then the misses (each distinct request once) through the inner backend; input order kept."""
+        keys = [self.key(r) for r in requests]
+        found = self._lookup(keys)
+        out: list[Completion | None] = [found.get(k) for k in keys]
+        # Identical requests in one batch are sent once: the cache would collapse them on a re-run anyway.
+        positions: dict[str, list[int]] = {}
+        for j, (k, c) in enumerate(zip(keys, out)):
+            if c is None:
+                positions.setdefault(k, []).append(j)
+        miss_keys = list(positions)
+        miss_requests = [requests[positions[k][0]] for k in miss_keys]
+        with self._lock:
+            self.hits += len(requests) - sum(1 for c in out if c is None)
+            self.misses += len(miss_keys)
+
+        with progress_bar(len(requests), desc=f"judge {self.model}") as bar:
+            for comp in out:
+                if comp is not None:
+                    bar.add(comp)
+                    if progress is not None:
+                        progress(comp)
+
+            aborted = False
+
+            def on_result(i: int, comp: Completion) -> None:
+                nonlocal aborted
+                key = miss_keys[i]
+                self._store(key, miss_requests[i], comp)  # first: a kill right after still keeps it
+                for j in positions[key]:
+                    out[j] = comp
+                    if aborted:
+                        continue
+                    bar.add(comp)
+                    if progress is not None:
+                        try:
+                            progress(comp)
+                        except BaseException:
+                            aborted = True
+                            raise
+
+            self._send(miss_requests, on_result)
+        return out  # type: ignore[return-value]
+
+    def _send(self, requests: list[JudgeRequest], on_result: Callable[[int, Completion], None]) -> None:
+        if not requests:
+            return
+        indexed = getattr(self.inner, "complete_many_indexed", None)
+        if callable(indexed):
+            indexed(requests, on_result)
+            return
+        for start in range(0, len(requests), self.chunk_size):
+            chunk = requests[start : start + self.chunk_size]
+            for offset, comp in enumerate(self.inner.complete_many(chunk)):
+                on_result(start + offset, comp)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+        self.inner.close()

@@ -1,0 +1,307 @@
+"""A judge behind any OpenAI-compatible chat endpoint (OpenAI, vLLM, Ollama, llama.cpp server...).
+
+Transport goes through the `openai` package; retries are ours (the client's own are switched
+off) so that every attempt is counted, backoff uses full jitter, and Retry-After is honoured the
+same way for every server. The API key lives only inside the openai client and a redactor: it
+is never part of `signature()`, `repr()`, logs, cache entries or error messages.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import math
+import os
+import threading
+import time
+from typing import Any, Mapping, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import openai
+
+from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
+from .runner import ResultFn, RetryPolicy, call_with_retries, progress_bar, run_ordered
+from ..errors import InputError
+
+log = logging.getLogger("evaluate.backends.openai")
+
+OPENAI_URL = "https://api.openai.com/v1"
+# Query parameters that may carry a credential (e.g. `?key=` on some proxies); dropped from signatures.
+_SECRET_QUERY = ("key", "token", "secret", "sig", "password", "auth")
+
+
+def scrub_url(url: str) -> str:
+    """The URL without user:password@ and without query parameters that look like credentials."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
+             if not any(s in k.lower() for s in _SECRET_QUERY)]
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), urlencode(query), ""))
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    """Seconds asked for by `retry-after-ms` or `Retry-After` (seconds or an HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_tz(value)
+        if parsed is None:
+            return None
+        return max(0.0, email.utils.mktime_tz(parsed) - time.time())
+
+
+class _Redactor:
+    """Holds the key only to erase it from text; its repr shows nothing."""
+
+    __slots__ = ("_secret",)
+
+    def __init__(self, secret: str | None):
+        self._secret = secret or None
+
+    def __call__(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def __repr__(self) -> str:
+        return "<redactor>"
+
+
+def _merge_top(entries: Sequence[Any]) -> dict[str, float]:
+    """{token text: logprob}. Distinct token ids can decode to the same text; their probabilities
+    add up (log-sum-exp), which is what a parser reading the text of a token wants."""
+    out: dict[str, float] = {}
+    for e in entries:
+        tok, lp = getattr(e, "token", None), getattr(e, "logprob", None)
+        if tok is None or lp is None:
+            continue
+        lp = float(lp)
+        out[tok] = lp if tok not in out else max(out[tok], lp) + math.log1p(math.exp(-abs(out[tok] - lp)))
+    return out
+
+
+class OpenAICompatBackend(Backend):
+    """Chat completions over HTTP, `concurrency` requests in flight, bounded retries.
+
+    Args:
+        model: the model name the server expects.
+        base_url: server root ending in /v1; default $OPENAI_BASE_URL or OpenAI's.
+        api_key_env: name of the environment variable holding the key.
+        api_key: an explicit key (the CLI's --openai_key); wins over the variable; never stored in clear.
+        concurrency: requests in flight in `complete_many`.
+        timeout: seconds per HTTP attempt.
+        max_retries: retries after the first attempt for retryable failures (429, 5xx, timeouts, malformed replies).
+        price: {"prompt": USD per 1M tokens, "completion": USD per 1M tokens}, for `usage()["cost_usd"]`.
+        backoff_base, backoff_max: exponential backoff (seconds) before full jitter.
+        token_limit_field: "max_tokens" (most servers) or "max_completion_tokens" (OpenAI reasoning models).
+        logprobs: set False for servers that reject the logprobs parameters.
+    """
+
+    kind = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        api_key: str | None = None,
+        concurrency: int = 8,
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        price: Mapping[str, float] | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 30.0,
+        token_limit_field: str = "max_tokens",
+        logprobs: bool = True,
+    ):
+        super().__init__(model)
+        problems = []
+        if not model:
+            problems.append("model: expected a non-empty model name")
+        if not isinstance(concurrency, int) or concurrency < 1:
+            problems.append(f"concurrency: expected an integer >= 1, got {concurrency!r}")
+        if not isinstance(max_retries, int) or max_retries < 0:
+            problems.append(f"max_retries: expected an integer >= 0, got {max_retries!r}")
+        if not timeout or timeout <= 0:
+            problems.append(f"timeout: expected seconds > 0, got {timeout!r}")
+        if token_limit_field not in ("max_tokens", "max_completion_tokens"):
+            problems.append(f"token_limit_field: expected 'max_tokens' or 'max_completion_tokens', got {token_limit_field!r}")
+        if price is not None:
+            if set(price) != {"prompt", "completion"} or not all(isinstance(v, (int, float)) and v >= 0 for v in price.values()):
+                problems.append(f"price: expected {{'prompt': USD/1M tokens, 'completion': USD/1M tokens}}, got {dict(price)!r}")
+        if problems:
+            raise InputError("openai backend: " + "; ".join(problems))
+
+        raw_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
+        self.base_url = scrub_url(raw_url)  # the raw one, which may hold credentials, goes only to the client
+        self.api_key_env = api_key_env
+        self.concurrency = concurrency
+        self.timeout = float(timeout)
+        self.price = dict(price) if price else None
+        self.token_limit_field = token_limit_field
+        self._logprobs = logprobs
+        self.policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max)
+
+        key = api_key or os.environ.get(api_key_env) or None
+        if key is None and urlsplit(raw_url).hostname == "api.openai.com":
+            raise InputError(f"openai backend: no API key; set the environment variable {api_key_env} or pass --openai_key")
+        self._redact = _Redactor(key)
+        # Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the client insists on one.
+        self._client = openai.OpenAI(
+            api_key=key or "EMPTY",
+            base_url=raw_url,
+            timeout=self.timeout,
+            max_retries=0,
+        )
+        del key, raw_url
+
+        self._lock = threading.Lock()
+        self._usage = dict(requests=0, calls=0, retries=0, failures=0, prompt_tokens=0, completion_tokens=0)
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def supports_logprobs(self) -> bool:
+        return self._logprobs
+
+    def signature(self) -> dict[str, Any]:
+        sig: dict[str, Any] = {"backend": self.kind, "model": self.model, "base_url": self.base_url}
+        if not self._logprobs:  # replies made without logprobs must not answer requests that want them
+            sig["logprobs"] = False
+        return sig
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatBackend(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+
+    # ------------------------------------------------------------------ accounting
+    def _count(self, **deltas: int) -> None:
+        with self._lock:
+            for k, v in deltas.items():
+                self._usage[k] += v
+
+    def usage(self) -> dict[str, Any]:
+        """Totals since construction: items, HTTP calls, retries, items failed for good, tokens, cost."""
+        with self._lock:
+            out: dict[str, Any] = dict(self._usage)
+        out["cost_usd"] = (
+            round(out["prompt_tokens"] * self.price["prompt"] / 1e6 + out["completion_tokens"] * self.price["completion"] / 1e6, 6)
+            if self.price
+            else None
+        )
+        return out
+
+    # ------------------------------------------------------------------ one attempt
+    def _params(self, request: JudgeRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": [{"role": r, "content": c} for r, c in request.messages],
+            "temperature": request.temperature,
+            self.token_limit_field: request.max_tokens,
+        }
+        if request.stop:
+            params["stop"] = list(request.stop)
+        if request.seed is not None:
+            params["seed"] = request.seed
+        if request.top_logprobs > 0 and self._logprobs:
+            params["logprobs"] = True
+            params["top_logprobs"] = request.top_logprobs
+        return params
+
+    def _error(self, message: str, *, retryable: bool, retry_after: float | None = None) -> BackendError:
+        return BackendError(self._redact(message), retryable=retryable, retry_after=retry_after)
+
+    def _attempt(self, request: JudgeRequest) -> Completion:
+        """One HTTP call, mapped to a Completion or a BackendError that says whether to retry."""
+        self._count(calls=1)
+        try:
+            resp = self._client.chat.completions.create(**self._params(request))
+        except openai.APITimeoutError:
+            raise self._error(f"timed out after {self.timeout:g}s", retryable=True)
+        except openai.APIConnectionError as exc:
+            raise self._error(f"connection failed: {exc.__cause__ or exc}", retryable=True)
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            retryable = status in (408, 409, 429) or status >= 500
+            wait = _retry_after(exc.response.headers) if status in (429, 503) else None
+            raise self._error(f"HTTP {status}: {exc.message}", retryable=retryable, retry_after=wait)
+        except ValueError as exc:  # body is not JSON, or JSON the client could not read
+            raise self._error(f"malformed response: {type(exc).__name__}: {exc}", retryable=True)
+        except openai.OpenAIError as exc:
+            raise self._error(f"{type(exc).__name__}: {exc}", retryable=False)
+        return self._to_completion(resp)
+
+    def _to_completion(self, resp: Any) -> Completion:
+        choices = getattr(resp, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise self._error(f"malformed response: no choices in {str(resp)[:200]!r}", retryable=True)
+        choice = choices[0]
+        usage = getattr(resp, "usage", None)
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        self._count(prompt_tokens=pt, completion_tokens=ct)  # paid for even if the text is unusable
+
+        message = getattr(choice, "message", None)
+        text = getattr(message, "content", None)
+        finish = str(getattr(choice, "finish_reason", "") or "")
+        if not isinstance(text, str) or not text.strip():
+            # Deterministic for a given request (e.g. a reasoning model spent max_tokens thinking): not retried.
+            raise self._error(f"empty content (finish_reason={finish or 'none'})", retryable=False)
+
+        positions: list[dict[str, float]] = []
+        content_lp = getattr(getattr(choice, "logprobs", None), "content", None) or []
+        for pos in content_lp:
+            top = _merge_top(getattr(pos, "top_logprobs", None) or [])
+            positions.append(top or _merge_top([pos]))
+        return Completion(text=text, top_logprobs=positions, prompt_tokens=pt, completion_tokens=ct, finish_reason=finish)
+
+    # ------------------------------------------------------------------ public
+    def complete(self, request: JudgeRequest) -> Completion:
+        """One request with retries; raises the last BackendError when they are spent."""
+
+        def on_retry(n: int, exc: BackendError, pause: float) -> None:
+            self._count(retries=1)
+            log.info("retry %d/%d in %.2fs: %s", n, self.policy.max_retries, pause, exc)
+
+        self._count(requests=1)
+        try:
+            return call_with_retries(lambda: self._attempt(request), self.policy, on_retry=on_retry)
+        except BackendError as exc:
+            self._count(failures=1)
+            log.warning("request failed for good: %s", exc)
+            raise
+
+    def _complete_or_error(self, request: JudgeRequest) -> Completion:
+        try:
+            return self.complete(request)
+        except BackendError as exc:
+            return Completion(error=str(exc))
+
+    def complete_many_indexed(self, requests: Sequence[JudgeRequest], on_result: ResultFn | None = None) -> list[Completion]:
+        """Like complete_many, but reports `(index, completion)` as each finishes (see runner.run_ordered);
+        the cache uses it to store every result the moment it is paid for."""
+        return run_ordered(list(requests), self._complete_or_error, concurrency=self.concurrency, on_result=on_result)
+
+    def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
+        with progress_bar(len(requests), desc=f"judge {self.model}") as bar:
+
+            def report(_: int, comp: Completion) -> None:
+                bar.add(comp)
+                if progress is not None:
+                    progress(comp)
+
+            return self.complete_many_indexed(requests, report)
+
+    def close(self) -> None:
+        self._client.close()

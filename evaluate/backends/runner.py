@@ -1,0 +1,199 @@
+"""Concurrency, retries and progress for backends that send requests one at a time.
+
+Kept apart from any transport so that the HTTP backend and the cache share one notion of
+"a request finished" (`on_result(index, completion)`, always called in the caller's thread),
+and so that the retry arithmetic can be tested without a server.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import itertools
+import os
+import queue
+import random
+import sys
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence, TypeVar
+
+from tqdm import tqdm
+
+from .base import BackendError, Completion
+
+T = TypeVar("T")
+ResultFn = Callable[[int, Completion], None]
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries with exponential backoff and full jitter.
+
+    Full jitter (a uniform draw in [0, cap]) spreads the clients that failed together so they do
+    not come back together. A server-sent Retry-After wins over the backoff: we wait at least that
+    long (plus up to 10 % so that a burst of 429s does not return as a burst), unless it is longer
+    than `max_retry_after`, in which case waiting is not worth it and the item fails now.
+    """
+
+    max_retries: int = 5
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    max_retry_after: float = 120.0
+
+    def delay(self, attempt: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
+        """Seconds to wait before retry number `attempt + 1` (attempt counts from 0)."""
+        draw = (rng or random).uniform
+        if retry_after is not None and retry_after >= 0:
+            return retry_after + draw(0.0, 0.1 * retry_after)
+        cap = min(self.backoff_max, self.backoff_base * (2.0**attempt))
+        return draw(0.0, cap)
+
+
+def call_with_retries(
+    fn: Callable[[], T],
+    policy: RetryPolicy,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    on_retry: Callable[[int, BackendError, float], None] | None = None,
+) -> T:
+    """Call `fn` until it succeeds, a non-retryable BackendError occurs, or `policy.max_retries`
+    retries are spent (so at most max_retries + 1 calls); then the last error propagates."""
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except BackendError as exc:
+            if not exc.retryable or attempt >= policy.max_retries:
+                raise
+            if exc.retry_after is not None and exc.retry_after > policy.max_retry_after:
+                raise BackendError(
+                    f"{exc} (server asks to wait {exc.retry_after:.0f}s, more than the {policy.max_retry_after:.0f}s allowed)",
+                    retryable=False,
+                ) from exc
+            pause = policy.delay(attempt, exc.retry_after)
+            if on_retry is not None:
+                on_retry(attempt + 1, exc, pause)
+            sleep(pause)
+            attempt += 1
+
+
+def run_ordered(
+    items: Sequence[T],
+    work: Callable[[T], Completion],
+    *,
+    concurrency: int,
+    on_result: ResultFn | None = None,
+) -> list[Completion]:
+    """Run `work` on every item with at most `concurrency` in flight; return results in input order.
+
+    `work` should turn failures into `Completion(error=...)`; anything it still raises becomes one.
+    `on_result(index, completion)` runs in the calling thread as each item finishes, so callers
+    can persist results at once (a killed run keeps what it already paid for). If `on_result`
+    raises (a kill, Ctrl-C, a full disk), no new item is started, items already in flight are
+    finished and still handed to `on_result` (their own exceptions are ignored), and the first
+    exception propagates.
+
+    Workers take the next item themselves rather than waiting for the calling thread to hand it
+    out, so a slow `on_result` (an SQLite write) never leaves a connection idle.
+    """
+    n = len(items)
+    results: list[Completion | None] = [None] * n
+    if n == 0:
+        return []
+    finished: queue.SimpleQueue[tuple[int, Completion]] = queue.SimpleQueue()
+    claim = itertools.count()
+    claim_lock = threading.Lock()
+    stop = threading.Event()
+
+    def worker(ctx: contextvars.Context) -> None:
+        while not stop.is_set():
+            with claim_lock:
+                idx = next(claim)
+            if idx >= n:
+                return
+            try:
+                comp = ctx.run(work, items[idx])
+            except Exception as exc:  # a bug or an unexpected library error must not sink the batch
+                comp = Completion(error=f"{type(exc).__name__}: {exc}")
+            finished.put((idx, comp))
+
+    threads = [
+        threading.Thread(target=worker, args=(contextvars.copy_context(),), name=f"judge-{i}", daemon=True)
+        for i in range(max(1, min(concurrency, n)))
+    ]
+    for t in threads:
+        t.start()
+    received = 0
+    try:
+        while received < n:
+            idx, comp = finished.get()
+            received += 1
+            results[idx] = comp
+            if on_result is not None:
+                on_result(idx, comp)
+    except BaseException:
+        stop.set()
+        for t in threads:
+            t.join()  # in flight: already paid for, so keep what comes back
+        while True:
+            try:
+                idx, comp = finished.get_nowait()
+            except queue.Empty:
+                break
+            results[idx] = comp
+            if on_result is not None:
+                try:
+                    on_result(idx, comp)
+                except Exception:
+                    pass
+        raise
+    for t in threads:
+        t.join()
+    return results  # type: ignore[return-value]
+
+
+class Progress:
+    """A tqdm bar on stderr counting ok / failed / cached items.
+
+    Disabled when stderr is not a terminal (logs and CI stay clean) or EVAL_NO_PROGRESS=1.
+    """
+
+    def __init__(self, total: int, desc: str = "judging"):
+        disable = os.environ.get("EVAL_NO_PROGRESS") == "1" or not sys.stderr.isatty()
+        self.ok = self.failed = self.cached = 0
+        self._bar = tqdm(total=total, desc=desc, file=sys.stderr, disable=disable, unit="req", dynamic_ncols=True)
+
+    def add(self, comp: Completion) -> None:
+        if comp.cached:
+            self.cached += 1
+        elif comp.ok:
+            self.ok += 1
+        else:
+            self.failed += 1
+        self._bar.set_postfix(ok=self.ok, failed=self.failed, cached=self.cached, refresh=False)
+        self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+_ACTIVE: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("evaluate_progress", default=None)
+
+
+@contextmanager
+def progress_bar(total: int, desc: str = "judging") -> Iterator[Progress]:
+    """One bar per top-level call: a wrapper (the cache) opens it for all requests, and the
+    backend it wraps, asking for its own bar for the misses, gets the same one."""
+    current = _ACTIVE.get()
+    if current is not None:
+        yield current
+        return
+    bar = Progress(total, desc)
+    token = _ACTIVE.set(bar)
+    try:
+        yield bar
+    finally:
+        _ACTIVE.reset(token)
+        bar.close()
