@@ -41,7 +41,7 @@ TOP_LEVEL_KEYS = (
 )
 JUDGE_KEYS = (
     "backend", "model", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
-    "temperature", "cache", "mode", "both_orders", "price", "dtype", "max_tokens",
+    "temperature", "cache", "mode", "both_orders", "price", "dtype", "max_tokens", "explain",
 )
 LANGUAGES = ("en", "cn")
 SECRET_KEYS = ("api_key", "key", "openai_key", "openai_api_key")
@@ -69,6 +69,7 @@ class JudgeConfig:
     price: dict[str, float] | None = None
     dtype: str = "bfloat16"
     max_tokens: int = 512
+    explain: bool = True  # battle: let the judge explain after the two scores (False: scores line only)
 
 
 @dataclass
@@ -306,6 +307,7 @@ def _parse_judge(judge: dict, out: JudgeConfig, chk: _Checker) -> None:
         "price": (dict, "a mapping {prompt: $ per 1M tokens, completion: $ per 1M tokens}"),
         "dtype": (str, '"bfloat16" or "float32"'),
         "max_tokens": (int, "a positive integer"),
+        "explain": (bool, "true or false"),
     }
     for key, value in judge.items():
         if key not in spec or value is None:

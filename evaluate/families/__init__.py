@@ -55,6 +55,10 @@ def get_family(name: str) -> Family:
         from .metrics import MetricsFamily
 
         return MetricsFamily()
+    if name == "GPT":
+        from .gpt import GPTFamily
+
+        return GPTFamily()
     if name == "UniEval":
         from .unieval import UniEvalFamily
 

@@ -1,0 +1,332 @@
+"""Battle: a judge compares two models' answers to the same question.
+
+Public API
+----------
+``battle(backend, prompt, records_a, records_b, *, names=("A", "B"), both_orders=True,
+with_reference=False) -> BattleResult``
+``battle_all(backend, prompt, answers: {model: records}, *, both_orders=True) -> list[BattleResult]``
+    every pair of models, all requests in one batched judge call.
+``BattleResult.summary()`` / ``.to_dict()``; ``.signature`` says how it was made.
+``wilson_interval(successes, n)``.
+Rank more than two models with ``bradley_terry.rank(results)``.
+
+How an item is decided
+----------------------
+Answers are matched by record id; the questions must agree. With ``with_reference`` the
+target answer (from model A's records; B's must agree when it has one) is added after the
+question, before both answers, so it favours neither position: the prompt file's
+``reference_template`` if it has one, else a block of this module's wording (en / cn). The battle prompt (ColossalAI's
+format) asks for two scores (1-10) on the first line. With ``both_orders`` each item is judged
+as (A, B) and as (B, A); each order gives a verdict: A wins, B wins, or tie (equal scores).
+
+- Both orders agree: that verdict.
+- They disagree (A in one order, B in the other; or a win in one and a tie in the other): the
+  item is a **tie** and is counted as *inconsistent* (FastChat's rule). ``flips`` counts the
+  subset where the winner reverses.
+- One order (or the only order) fails to parse or the call fails: the item is **invalid**, not
+  decided by the order that remains — keeping it would bring back the position bias that
+  judging both orders is there to cancel. ``one_order_invalid`` counts these.
+
+Per pair: wins / ties / losses (from A's side) / invalid; **win rate = (wins + ties / 2) / decided
+items** (ties count half); a 95% **Wilson score interval** on that rate (treating a tie as half a
+success; a tie has less variance than a coin flip, so the interval is slightly conservative);
+**order-flip rate** = flips / items with both orders valid; **inconsistency rate** likewise;
+**first-position win rate** = share of decisive single-order verdicts won by the answer shown
+first (position bias; 0.5 is unbiased).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Mapping, Sequence
+
+from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
+from ..errors import InputError
+from ..records import Record
+from .dispatch import complete_all
+from .parsing import parse_pair
+from .prompts import BattlePrompt, fill
+
+SCALE = (1, 10)
+REFERENCE_BLOCK = {
+    "en": "[Reference answer, correct, for comparison]\n{reference}\n[End of reference answer]",
+    "cn": "【参考答案（正确答案，供比较）】\n{reference}\n【参考答案结束】",
+}
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval for a proportion; (nan, nan) when n == 0."""
+    if n <= 0:
+        return (math.nan, math.nan)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass
+class OrderJudgment:
+    """One presentation order. `order` is "AB" (A shown first) or "BA"; `scores` are (A, B)
+    whatever the order; `verdict` is "A", "B", "tie" or "invalid"."""
+
+    order: str
+    verdict: str
+    scores: tuple[float, float] | None = None
+    raw: str = ""
+    reason: str = ""
+    request: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"order": self.order, "verdict": self.verdict,
+                "scores": list(self.scores) if self.scores else None,
+                "raw": self.raw, "reason": self.reason, "request": self.request}
+
+
+@dataclass
+class BattleItem:
+    id: str
+    verdict: str  # "A" | "B" | "tie" | "invalid"
+    orders: list[OrderJudgment]
+    inconsistent: bool = False
+    flipped: bool = False
+    category: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "category": self.category, "verdict": self.verdict,
+                "inconsistent": self.inconsistent, "flipped": self.flipped,
+                "orders": [o.to_dict() for o in self.orders]}
+
+
+@dataclass
+class BattleResult:
+    """Everything about one pair of models; counts are from model A's side."""
+
+    model_a: str
+    model_b: str
+    items: list[BattleItem]
+    both_orders: bool = True
+    signature: dict[str, Any] = field(default_factory=dict)
+
+    def _count(self, verdict: str) -> int:
+        return sum(1 for it in self.items if it.verdict == verdict)
+
+    @property
+    def wins(self) -> int:
+        return self._count("A")
+
+    @property
+    def losses(self) -> int:
+        return self._count("B")
+
+    @property
+    def ties(self) -> int:
+        return self._count("tie")
+
+    @property
+    def invalid(self) -> int:
+        return self._count("invalid")
+
+    @property
+    def win_rate(self) -> float:
+        n = self.wins + self.ties + self.losses
+        return (self.wins + self.ties / 2) / n if n else math.nan
+
+    @property
+    def win_rate_ci(self) -> tuple[float, float]:
+        return wilson_interval(self.wins + self.ties / 2, self.wins + self.ties + self.losses)
+
+    def summary(self) -> dict[str, Any]:
+        both_valid = [it for it in self.items if len(it.orders) == 2
+                      and all(o.verdict != "invalid" for o in it.orders)]
+        flips = sum(it.flipped for it in both_valid)
+        inconsistent = sum(it.inconsistent for it in both_valid)
+        decisive = [o for it in self.items for o in it.orders if o.verdict in ("A", "B")]
+        first_wins = sum(1 for o in decisive if o.verdict == o.order[0])
+        one_bad = sum(1 for it in self.items if len(it.orders) == 2
+                      and sum(o.verdict == "invalid" for o in it.orders) == 1)
+        lo, hi = self.win_rate_ci
+        return {
+            "model_a": self.model_a, "model_b": self.model_b, "items": len(self.items),
+            "wins": self.wins, "ties": self.ties, "losses": self.losses, "invalid": self.invalid,
+            "win_rate": self.win_rate, "win_rate_ci95": [lo, hi],
+            "win_rate_note": "ties count half; 95% Wilson score interval",
+            "both_orders": self.both_orders, "both_orders_valid": len(both_valid),
+            "inconsistent": inconsistent, "flips": flips,
+            "flip_rate": flips / len(both_valid) if both_valid else math.nan,
+            "inconsistency_rate": inconsistent / len(both_valid) if both_valid else math.nan,
+            "one_order_invalid": one_bad,
+            "first_position_win_rate": first_wins / len(decisive) if decisive else math.nan,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary(), "signature": self.signature,
+                "items": [it.to_dict() for it in self.items]}
+
+
+def _index(records: Sequence[Record], name: str) -> dict[str, Record]:
+    out: dict[str, Record] = {}
+    for r in records:
+        if r.id in out:
+            raise InputError(f'battle: answers of "{name}" contain record id {r.id} twice')
+        out[r.id] = r
+    return out
+
+
+def _match(a: Sequence[Record], b: Sequence[Record], name_a: str, name_b: str,
+           allow_unmatched: bool) -> list[tuple[Record, Record]]:
+    ia, ib = _index(a, name_a), _index(b, name_b)
+    only_a = [i for i in ia if i not in ib]
+    only_b = [i for i in ib if i not in ia]
+    if (only_a or only_b) and not allow_unmatched:
+        def show(ids: list[str]) -> str:
+            return ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+        parts = []
+        if only_a:
+            parts.append(f'ids only in "{name_a}": {show(only_a)}')
+        if only_b:
+            parts.append(f'ids only in "{name_b}": {show(only_b)}')
+        raise InputError(f'battle "{name_a}" vs "{name_b}": answers do not cover the same questions ('
+                         + "; ".join(parts) + ")")
+    pairs = [(ia[i], ib[i]) for i in ia if i in ib]
+    for ra, rb in pairs:
+        if ra.question.strip() != rb.question.strip():
+            raise InputError(f'battle "{name_a}" vs "{name_b}": record id {ra.id} has different questions'
+                             f" ({ra.question[:60]!r} vs {rb.question[:60]!r})")
+    if not pairs:
+        raise InputError(f'battle "{name_a}" vs "{name_b}": no record id in common')
+    return pairs
+
+
+def _verdict(a: float, b: float) -> str:
+    return "A" if a > b else "B" if b > a else "tie"
+
+
+def _judge_order(order: str, comp: Completion, request: JudgeRequest) -> OrderJudgment:
+    if not comp.ok:
+        return OrderJudgment(order=order, verdict="invalid", raw=comp.error or "",
+                             reason=f"judge call failed: {comp.error}", request=request.key())
+    parsed = parse_pair(comp.text, low=SCALE[0], high=SCALE[1])
+    if not parsed.ok:
+        return OrderJudgment(order=order, verdict="invalid", raw=comp.text, reason=parsed.reason,
+                             request=request.key())
+    first, second = parsed.values
+    a, b = (first, second) if order == "AB" else (second, first)
+    return OrderJudgment(order=order, verdict=_verdict(a, b), scores=(a, b), raw=comp.text, request=request.key())
+
+
+def _combine(item_id: str, category: str, orders: list[OrderJudgment]) -> BattleItem:
+    if any(o.verdict == "invalid" for o in orders):
+        return BattleItem(id=item_id, verdict="invalid", orders=orders, category=category)
+    verdicts = {o.verdict for o in orders}
+    if len(verdicts) == 1:
+        return BattleItem(id=item_id, verdict=orders[0].verdict, orders=orders, category=category)
+    return BattleItem(id=item_id, verdict="tie", orders=orders, inconsistent=True,
+                      flipped=verdicts == {"A", "B"}, category=category)
+
+
+class BattleJudge:
+    """Options of a battle run. explain=False caps the reply at 32 tokens: enough for the score
+    line, not for the explanation (cheaper; the verdict only needs the first line)."""
+
+    def __init__(self, backend: Backend, prompt: BattlePrompt, *, both_orders: bool = True,
+                 max_tokens: int = 512, explain: bool = True, allow_unmatched: bool = False,
+                 with_reference: bool = False, language: str = "en"):
+        if language not in REFERENCE_BLOCK:
+            raise InputError(f'battle: unknown language "{language}" (expected one of {", ".join(REFERENCE_BLOCK)})')
+        self.with_reference = with_reference
+        self.language = language
+        self.backend = backend
+        self.prompt = prompt
+        self.both_orders = both_orders
+        self.max_tokens = max_tokens if explain else min(max_tokens, 32)
+        self.explain = explain
+        self.allow_unmatched = allow_unmatched
+
+    def signature(self) -> dict[str, Any]:
+        return {"evaluator": "battle", "judge": self.backend.signature(), "prompt_file": str(self.prompt.path),
+                "prompt_sha256": self.prompt.sha256, "mode": "generate", "both_orders": self.both_orders,
+                "scale": list(SCALE), "max_tokens": self.max_tokens, "explain": self.explain,
+                "with_reference": self.with_reference, "language": self.language,
+                "verdict_rule": "disagreeing orders -> tie (inconsistent); an invalid order -> invalid item",
+                "win_rate": "ties count half; 95% Wilson interval"}
+
+    def _question(self, ra: Record, rb: Record) -> str:
+        if not self.with_reference:
+            return ra.question
+        targets = ra.targets or rb.targets
+        reference = targets[0] if len(targets) == 1 else "\n\n".join(f"[{i}] {t}" for i, t in enumerate(targets, 1))
+        block = fill(self.prompt.reference_template or REFERENCE_BLOCK[self.language], reference=reference)
+        return f"{ra.question}\n\n{block}"
+
+    def _check_references(self, pairs: Sequence[tuple[str, str]], matched: list[list[tuple[Record, Record]]]) -> None:
+        lacking = sorted({ra.id for items in matched for ra, rb in items
+                          if not any(t.strip() for t in (ra.targets or rb.targets))})
+        if lacking:
+            shown = ", ".join(lacking[:10]) + (f" and {len(lacking) - 10} more" if len(lacking) > 10 else "")
+            raise InputError(f"battle with reference: record(s) {shown} have no target answer")
+        for (a, b), items in zip(pairs, matched):
+            for ra, rb in items:
+                if ra.targets and rb.targets and ra.targets != rb.targets:
+                    raise InputError(f'battle "{a}" vs "{b}": record id {ra.id} has different targets')
+
+    def _request(self, question: str, first: str, second: str) -> JudgeRequest:
+        return JudgeRequest.chat(self.prompt.system_prompt or None, self.prompt.render(question, first, second),
+                                 max_tokens=self.max_tokens, temperature=0.0)
+
+    def run(self, answers: Mapping[str, Sequence[Record]], pairs: Sequence[tuple[str, str]] | None = None,
+            progress: ProgressFn | None = None) -> list[BattleResult]:
+        names = list(answers)
+        if len(names) < 2:
+            raise InputError(f"battle: needs answers of at least two models, got {len(names)}")
+        pairs = list(pairs) if pairs is not None else list(combinations(names, 2))
+        for a, b in pairs:
+            for n in (a, b):
+                if n not in answers:
+                    raise InputError(f'battle: unknown model "{n}" (models: {", ".join(names)})')
+            if a == b:
+                raise InputError(f'battle: model "{a}" cannot battle itself')
+        matched = [_match(answers[a], answers[b], a, b, self.allow_unmatched) for a, b in pairs]
+        if self.with_reference:
+            self._check_references(pairs, matched)
+        orders = ("AB", "BA") if self.both_orders else ("AB",)
+        requests: list[JudgeRequest] = []
+        for items in matched:
+            for ra, rb in items:
+                question = self._question(ra, rb)
+                for order in orders:
+                    first, second = (ra.output, rb.output) if order == "AB" else (rb.output, ra.output)
+                    requests.append(self._request(question, first, second))
+        completions = iter(complete_all(self.backend, requests, progress))
+        req_iter = iter(requests)
+        sig = self.signature()
+        results = []
+        for (a, b), items in zip(pairs, matched):
+            battle_items = []
+            for ra, _ in items:
+                judged = [_judge_order(order, next(completions), next(req_iter)) for order in orders]
+                battle_items.append(_combine(ra.id, ra.category, judged))
+            results.append(BattleResult(model_a=a, model_b=b, items=battle_items, both_orders=self.both_orders,
+                                        signature=sig))
+        return results
+
+
+def battle(backend: Backend, prompt: BattlePrompt, records_a: Sequence[Record], records_b: Sequence[Record], *,
+           names: tuple[str, str] = ("A", "B"), both_orders: bool = True, progress: ProgressFn | None = None,
+           **options: Any) -> BattleResult:
+    """Judge model A against model B on every shared question (see the module docstring).
+    `options` go to BattleJudge (max_tokens, explain, allow_unmatched, with_reference, language)."""
+    if names[0] == names[1]:
+        raise InputError(f'battle: the two models need different names, got "{names[0]}" twice')
+    judge = BattleJudge(backend, prompt, both_orders=both_orders, **options)
+    return judge.run({names[0]: records_a, names[1]: records_b}, progress=progress)[0]
+
+
+def battle_all(backend: Backend, prompt: BattlePrompt, answers: Mapping[str, Sequence[Record]], *,
+               both_orders: bool = True, progress: ProgressFn | None = None, **options: Any) -> list[BattleResult]:
+    """Every pair of models (in the mapping's order), all judged in one batched call."""
+    judge = BattleJudge(backend, prompt, both_orders=both_orders, **options)
+    return judge.run(answers, progress=progress)

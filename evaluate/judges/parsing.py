@@ -1,0 +1,194 @@
+"""Turning a judge's reply into a number, strictly, or saying why not.
+
+Only the judge's *reply* is parsed, and only at anchored places, so a score quoted from the
+answer or the prompt in the middle of an explanation can never steer the result.
+
+Rating replies (``parse_rating``), scale ``low..high`` (1..5 by default). Accepted, in order:
+
+1. **The first non-empty line is the score** (the format the rating prompts ask for):
+   ``4``, ``4/5``, ``4 out of 5``, optionally labelled ``Score: 4``, ``Rating: 4``,
+   ``Relevance: 4``, ``切题：4`` (the label must be "score"/"rating"/"分数"/"评分"/"得分", the
+   metric's name, or the metric's display name), optionally in Markdown emphasis (``**4**``)
+   and with a final period. Nothing else may be on the line.
+2. **Tolerant variant, still anchored**: if the first line is not a score line, the *last*
+   non-empty line may be a labelled score (``Score: 4``) — for judges that reason first.
+   An unlabelled last line is not accepted (it could be the tail of quoted text).
+
+If the first line is a score and the last line is a labelled score that disagrees, the reply is
+invalid ("conflicting scores"). A score must be an integer in range: ``10`` on a 1-5 scale is
+out of range (never read as 1), ``4.5`` is not an integer, ``4/10`` has the wrong scale.
+
+Battle replies (``parse_pair``), scale 1..10: the first non-empty line holds exactly two
+numbers (integers or decimals) separated by whitespace, a comma or a semicolon, as ColossalAI's
+and FastChat's battle prompts ask. Both must be in range.
+
+Log-probability scores (``score_from_top_logprobs``): G-Eval's expected score
+``sum(i * p(i)) / sum(p(i))`` over the tokens "1".."5" of the first generated position. Token
+text is stripped of whitespace and NFKC-normalised, and duplicates such as " 4" and "4" are merged
+by summing their probabilities. Too little mass on the score tokens (< ``min_mass``) is invalid.
+
+Every reply is NFKC-normalised first, so full-width digits and colons (common in Chinese
+replies) read like ASCII ones.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+GENERIC_LABELS = ("score", "rating", "final score", "overall score", "分数", "评分", "得分", "最终得分")
+
+_NUM = r"[+-]?\d+(?:\.\d+)?"
+_SCORE_LINE = re.compile(
+    r"^(?:(?P<label>[^\W\d_][^:\d]{0,48}?)\s*:\s*)?"
+    rf"(?P<num>{_NUM})"
+    r"(?:\s*(?:/|out\s+of)\s*(?P<den>\d+))?"
+    r"\s*\.?$",
+    re.IGNORECASE,
+)
+_PAIR_LINE = re.compile(rf"^(?P<a>{_NUM})\s*(?:[,;]\s*|\s+)(?P<b>{_NUM})\s*\.?$")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    """A parse outcome: `value` set and `reason` empty on success; `rule` names what matched."""
+
+    value: float | None = None
+    reason: str = ""
+    rule: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True)
+class ParsedPair:
+    values: tuple[float, float] | None = None
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.values is not None
+
+
+@dataclass(frozen=True)
+class LogprobScore:
+    """Expected score from next-token probabilities; `mass` is the probability on score tokens."""
+
+    value: float | None
+    mass: float
+    probs: Mapping[str, float] = field(default_factory=dict)  # score token -> merged probability
+    reason: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+
+def _lines(text: str) -> list[str]:
+    text = unicodedata.normalize("NFKC", text)
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def _clean(line: str) -> str:
+    """Drop Markdown emphasis/code marks and a heading mark, which carry no meaning here."""
+    return re.sub(r"[*`]", "", line).lstrip("#").strip()
+
+
+def _norm_label(label: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", label).lower().split())
+
+
+def metric_labels(metric: str, definition: str = "") -> tuple[str, ...]:
+    """Labels a judge may put before its score: the metric name and the definition's display
+    name (the text before "(1-5)" / "：" in ColossalAI's definitions, e.g. "Relevance", "切题")."""
+    labels = [metric]
+    if definition:
+        head = re.split(r"[(（:：]", unicodedata.normalize("NFKC", definition), maxsplit=1)[0].strip()
+        if head and len(head) <= 48:
+            labels.append(head)
+    return tuple(labels)
+
+
+def _score_from_match(m: re.Match[str], low: int, high: int) -> Parsed:
+    num, den = m.group("num"), m.group("den")
+    if not re.fullmatch(r"[+-]?\d+", num):
+        return Parsed(reason=f"score {num} is not an integer")
+    value = int(num)
+    if den is not None and int(den) != high:
+        return Parsed(reason=f"score {num}/{den} is not on the {low}-{high} scale")
+    if not low <= value <= high:
+        return Parsed(reason=f"score {value} is outside {low}-{high}")
+    return Parsed(value=float(value))
+
+
+def _label_ok(m: re.Match[str], allowed: set[str]) -> bool:
+    label = m.group("label")
+    return label is None or _norm_label(label) in allowed
+
+
+def parse_rating(text: str, *, low: int = 1, high: int = 5, labels: Iterable[str] = ()) -> Parsed:
+    """Parse a rating reply (rules in the module docstring). `labels`: extra accepted labels,
+    typically `metric_labels(metric, definition)`."""
+    lines = _lines(text)
+    if not lines:
+        return Parsed(reason="empty reply")
+    allowed = {_norm_label(x) for x in (*GENERIC_LABELS, *labels)}
+
+    first = _SCORE_LINE.match(_clean(lines[0]))
+    if first and _label_ok(first, allowed):
+        result = _score_from_match(first, low, high)
+        if not result.ok:
+            return result
+        if len(lines) > 1:
+            last = _SCORE_LINE.match(_clean(lines[-1]))
+            if last and last.group("label") and _label_ok(last, allowed):
+                other = _score_from_match(last, low, high)
+                if other.value != result.value:
+                    return Parsed(reason=f"conflicting scores: first line {first.group('num')},"
+                                         f" last line {last.group('num')}")
+        return Parsed(value=result.value, rule="first-line")
+
+    last = _SCORE_LINE.match(_clean(lines[-1])) if len(lines) > 1 else None
+    if last and last.group("label") and _label_ok(last, allowed):
+        result = _score_from_match(last, low, high)
+        return Parsed(value=result.value, reason=result.reason, rule="last-line" if result.ok else "")
+    return Parsed(reason="no score: the first line is not a score and the last line is not 'Score: N'")
+
+
+def parse_pair(text: str, *, low: float = 1, high: float = 10) -> ParsedPair:
+    """Parse a battle reply: two scores on the first non-empty line."""
+    lines = _lines(text)
+    if not lines:
+        return ParsedPair(reason="empty reply")
+    m = _PAIR_LINE.match(_clean(lines[0]))
+    if not m:
+        return ParsedPair(reason="the first line does not hold exactly two scores")
+    a, b = float(m.group("a")), float(m.group("b"))
+    for v in (a, b):
+        if not low <= v <= high:
+            return ParsedPair(reason=f"score {v:g} is outside {low:g}-{high:g}")
+    return ParsedPair(values=(a, b))
+
+
+def score_from_top_logprobs(top: Mapping[str, float], *, low: int = 1, high: int = 5,
+                            min_mass: float = 0.05) -> LogprobScore:
+    """G-Eval expected score from one position's top log-probabilities (see module docstring)."""
+    probs: dict[str, float] = {}
+    for token, logprob in top.items():
+        key = unicodedata.normalize("NFKC", token).strip()
+        if re.fullmatch(r"\d+", key) and low <= int(key) <= high and math.isfinite(logprob):
+            key = str(int(key))
+            probs[key] = probs.get(key, 0.0) + math.exp(logprob)
+    mass = sum(probs.values())
+    if not probs:
+        return LogprobScore(value=None, mass=0.0, reason=f"no score token {low}-{high} among the top tokens")
+    if mass < min_mass:
+        return LogprobScore(value=None, mass=mass, probs=probs,
+                            reason=f"score tokens carry {mass:.3f} of the probability (< {min_mass})")
+    value = sum(int(k) * p for k, p in probs.items()) / mass
+    return LogprobScore(value=value, mass=mass, probs=probs)

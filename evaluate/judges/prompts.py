@@ -1,0 +1,266 @@
+"""Judge prompt files (ColossalAI's JSON format) and safe template filling.
+
+Two kinds of file, read unchanged from ColossalAI (`prompt/evaluation_prompt/*.json`,
+`prompt/battle_prompt/*.json`) or from this project's `prompts/`:
+
+*Evaluation prompts*: ``{category: {"metrics": {metric: definition}, "CoT": {metric: steps},
+"prompt": template, ["reference_prompt": template], ["system_prompt": text], ...}}``.
+The template's placeholders are ``{question} {answer} {metric} {steps}``; a
+``reference_prompt`` may also use ``{reference}`` (alias ``{target}``).
+
+*Battle prompt*: ``{"system_prompt": text, "prompt_template": template, "prompt": text,
+["reference_template": block]}`` with placeholders ``{question} {answer_1} {answer_2} {prompt}``;
+the optional reference block has ``{reference}`` and is added after the question (battle with
+a reference).
+
+Public API
+----------
+- ``load_evaluation_prompts(path) -> EvaluationPrompts``
+    - ``.entry_for(category) -> PromptEntry`` (falls back to ``general``; ``entry.fallback`` says so)
+    - ``.metric_definition(category, metric)``, ``.steps(category, metric)``
+    - ``.missing_metrics(category, metrics) -> list[str]`` for config validation
+- ``load_battle_prompt(path) -> BattlePrompt``
+- ``fill(template, **values) -> str``: one-pass placeholder substitution (see below).
+
+Why one pass: an answer is user data. ``str.format`` or chained ``str.replace`` would let an
+answer that contains ``{question}`` or a stray ``{`` change or break the prompt. ``fill``
+scans the *template* once for ``{name}`` (known names only), ``{{`` and ``}}`` (turned into
+single braces, as ``str.format`` would) and inserts each value verbatim; inserted text is
+never scanned again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..errors import InputError
+
+log = logging.getLogger(__name__)
+
+EVAL_PLACEHOLDERS = ("question", "answer", "metric", "steps")
+REFERENCE_PLACEHOLDERS = EVAL_PLACEHOLDERS + ("reference", "target")
+BATTLE_PLACEHOLDERS = ("question", "answer_1", "answer_2", "prompt")
+FALLBACK_CATEGORY = "general"
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def fill(template: str, **values: str) -> str:
+    """Replace ``{name}`` for the names given, ``{{``/``}}`` by single braces, in one pass.
+
+    Unknown ``{other}`` placeholders and lone braces in the template are kept as they are
+    (templates are checked for unknown placeholders when a file is loaded).
+    """
+    if not values:
+        return template.replace("{{", "{").replace("}}", "}")
+    names = "|".join(re.escape(k) for k in sorted(values, key=len, reverse=True))
+    pattern = re.compile(r"\{\{|\}\}|\{(" + names + r")\}")
+
+    def sub(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return m.group(0)[0]
+        return str(values[m.group(1)])
+
+    return pattern.sub(sub, template)
+
+
+def placeholders(template: str) -> set[str]:
+    """Names of the ``{name}`` placeholders in a template (escaped ``{{name}}`` excluded)."""
+    unescaped = template.replace("{{", "\0").replace("}}", "\0")
+    return set(_PLACEHOLDER.findall(unescaped))
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_json(path: Path) -> tuple[Any, str]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read prompt file ({exc.strerror or exc})") from exc
+    try:
+        return json.loads(data.decode("utf-8")), _sha256(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a valid UTF-8 JSON file ({exc})") from exc
+
+
+def _keypath(*keys: str) -> str:
+    return " -> ".join(json.dumps(k, ensure_ascii=False) for k in keys)
+
+
+def _check_template(path: Path, keys: tuple[str, ...], template: Any, allowed: Iterable[str],
+                    required: Iterable[str]) -> str:
+    where = f"{path}: {_keypath(*keys)}"
+    if not isinstance(template, str):
+        raise InputError(f"{where}: expected a string template, got {type(template).__name__}")
+    found = placeholders(template)
+    unknown = sorted(found - set(allowed))
+    if unknown:
+        raise InputError(f"{where}: unknown placeholder(s) {', '.join('{' + u + '}' for u in unknown)}"
+                         f" (allowed: {', '.join('{' + a + '}' for a in allowed)})")
+    missing = [r for r in required if r not in found]
+    if missing:
+        raise InputError(f"{where}: template lacks {', '.join('{' + m + '}' for m in missing)}")
+    return template
+
+
+def _str_map(path: Path, keys: tuple[str, ...], value: Any) -> dict[str, str]:
+    where = f"{path}: {_keypath(*keys)}"
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: expected an object of metric -> text, got {type(value).__name__}")
+    for k, v in value.items():
+        if not isinstance(v, str):
+            raise InputError(f"{path}: {_keypath(*keys, k)}: expected a string, got {type(v).__name__}")
+    return dict(value)
+
+
+@dataclass(frozen=True)
+class PromptEntry:
+    """One category's rubric. `category` is the entry's own key; `requested` the category asked
+    for; `fallback` is True when the entry is `general` standing in for a missing category."""
+
+    category: str
+    metrics: Mapping[str, str]
+    cot: Mapping[str, str]
+    prompt: str
+    reference_prompt: str | None = None
+    system_prompt: str | None = None
+    requested: str = ""
+    fallback: bool = False
+
+    def has_metric(self, metric: str) -> bool:
+        return metric in self.metrics and metric in self.cot
+
+
+@dataclass
+class EvaluationPrompts:
+    """A loaded evaluation prompt file: category -> PromptEntry, with its path and sha256."""
+
+    path: Path
+    sha256: str
+    entries: dict[str, PromptEntry] = field(default_factory=dict)
+
+    def categories(self) -> list[str]:
+        return list(self.entries)
+
+    def entry_for(self, category: str) -> PromptEntry:
+        """The category's entry, else the `general` entry marked `fallback=True` (logged once)."""
+        if category in self.entries:
+            return self.entries[category]
+        general = self.entries.get(FALLBACK_CATEGORY)
+        if general is None:
+            raise InputError(f'{self.path}: no entry for category "{category}" and no "{FALLBACK_CATEGORY}"'
+                             f" entry to fall back to (categories: {', '.join(self.entries)})")
+        if (self.path, category) not in _warned:
+            _warned.add((self.path, category))
+            log.warning('%s: no entry for category "%s"; using the "%s" entry', self.path, category,
+                        FALLBACK_CATEGORY)
+        return PromptEntry(category=general.category, metrics=general.metrics, cot=general.cot,
+                           prompt=general.prompt, reference_prompt=general.reference_prompt,
+                           system_prompt=general.system_prompt, requested=category, fallback=True)
+
+    def metric_definition(self, category: str, metric: str) -> str:
+        entry = self.entry_for(category)
+        if metric not in entry.metrics:
+            raise InputError(self._missing_message(entry, metric, "metrics"))
+        return entry.metrics[metric]
+
+    def steps(self, category: str, metric: str) -> str:
+        entry = self.entry_for(category)
+        if metric not in entry.cot:
+            raise InputError(self._missing_message(entry, metric, "CoT"))
+        return entry.cot[metric]
+
+    def missing_metrics(self, category: str, metrics: Iterable[str]) -> list[str]:
+        """Metrics that this file cannot rate for `category` (no definition or no CoT steps).
+        A category with neither an entry nor a `general` fallback misses every metric."""
+        try:
+            entry = self.entry_for(category)
+        except InputError:
+            return list(metrics)
+        return [m for m in metrics if not entry.has_metric(m)]
+
+    def _missing_message(self, entry: PromptEntry, metric: str, section: str) -> str:
+        via = f' (category "{entry.requested}" falls back to it)' if entry.fallback else ""
+        return (f"{self.path}: {_keypath(entry.category, section, metric)} is missing{via};"
+                f" known metrics: {', '.join(entry.metrics)}")
+
+
+_warned: set[tuple[Path, str]] = set()  # warn once per file and category
+
+
+def load_evaluation_prompts(path: str | Path) -> EvaluationPrompts:
+    """Read and validate an evaluation prompt file; every error names the file and key path."""
+    path = Path(path)
+    data, digest = _read_json(path)
+    if not isinstance(data, dict) or not data:
+        raise InputError(f"{path}: expected a JSON object of category -> prompt entry")
+    out = EvaluationPrompts(path=path, sha256=digest)
+    for category, raw in data.items():
+        if not isinstance(raw, dict):
+            raise InputError(f"{path}: {_keypath(category)}: expected an object, got {type(raw).__name__}")
+        for key in ("metrics", "CoT", "prompt"):
+            if key not in raw:
+                raise InputError(f'{path}: {_keypath(category)}: missing key "{key}"')
+        metrics = _str_map(path, (category, "metrics"), raw["metrics"])
+        cot = _str_map(path, (category, "CoT"), raw["CoT"])
+        prompt = _check_template(path, (category, "prompt"), raw["prompt"], EVAL_PLACEHOLDERS,
+                                 ("question", "answer"))
+        ref = raw.get("reference_prompt")
+        if ref is not None:
+            ref = _check_template(path, (category, "reference_prompt"), ref, REFERENCE_PLACEHOLDERS,
+                                  ("question", "answer"))
+            if not placeholders(ref) & {"reference", "target"}:
+                raise InputError(f"{path}: {_keypath(category, 'reference_prompt')}: template lacks"
+                                 " {reference} (or {target})")
+        system = raw.get("system_prompt")
+        if system is not None and not isinstance(system, str):
+            raise InputError(f"{path}: {_keypath(category, 'system_prompt')}: expected a string")
+        out.entries[category] = PromptEntry(category=category, metrics=metrics, cot=cot, prompt=prompt,
+                                            reference_prompt=ref, system_prompt=system or None,
+                                            requested=category)
+    return out
+
+
+@dataclass(frozen=True)
+class BattlePrompt:
+    """A loaded battle prompt file."""
+
+    path: Path
+    sha256: str
+    system_prompt: str
+    prompt_template: str
+    prompt: str
+    reference_template: str | None = None
+
+    def render(self, question: str, answer_1: str, answer_2: str) -> str:
+        return fill(self.prompt_template, question=question, answer_1=answer_1, answer_2=answer_2,
+                    prompt=self.prompt)
+
+
+def load_battle_prompt(path: str | Path) -> BattlePrompt:
+    """Read and validate a battle prompt file; every error names the file and key."""
+    path = Path(path)
+    data, digest = _read_json(path)
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object with prompt_template, prompt, system_prompt")
+    for key in ("prompt_template", "prompt"):
+        if key not in data:
+            raise InputError(f'{path}: missing key "{key}"')
+    template = _check_template(path, ("prompt_template",), data["prompt_template"], BATTLE_PLACEHOLDERS,
+                               ("question", "answer_1", "answer_2"))
+    for key in ("prompt", "system_prompt"):
+        if key in data and not isinstance(data[key], str):
+            raise InputError(f"{path}: {_keypath(key)}: expected a string, got {type(data[key]).__name__}")
+    ref = data.get("reference_template")
+    if ref is not None:
+        ref = _check_template(path, ("reference_template",), ref, ("reference",), ("reference",))
+    return BattlePrompt(path=path, sha256=digest, system_prompt=data.get("system_prompt", ""),
+                        prompt_template=template, prompt=data["prompt"], reference_template=ref)

@@ -1,0 +1,278 @@
+"""Rating: a judge scores each answer on each metric of its category (1-5), with or without
+the reference answer.
+
+Public API
+----------
+``rate(backend, prompts, records, metrics, *, mode="auto", with_reference=False, language="en",
+...) -> list[ItemScores]`` — one ItemScores per record, in order:
+``scores {metric: value}``, ``invalid {metric: Invalid}``,
+``details {metric: {"mode", "raw", "request", "prompt_category", ...}}``.
+
+``RatingJudge(backend, prompts, ...)`` holds the same options; ``.rate(records, metrics)`` and
+``.signature()`` (judge, prompt file and sha256, mode, options) — what makes two runs comparable.
+
+``aggregate(records, items) -> {category: {metric: MetricSummary}}``: mean, count, invalid
+count, best and worst item ids.
+
+Modes
+-----
+- ``logprobs`` (``auto`` picks it when ``backend.supports_logprobs``): one generated token with
+  its top-20 alternatives; score = G-Eval expectation over "1".."5" (see parsing.py). The
+  probability mass on the score tokens is kept in the details as ``score_token_mass``.
+- ``generate``: the judge writes its score on the first line (``parse_rating``), with up to
+  ``max_tokens`` tokens for an explanation.
+
+Both modes send the same messages (so a mode switch changes only the decoding): the filled
+template as the user message; as the system message the entry's or caller's system prompt, then
+a short instruction of the reply format (first line: only the score).
+
+``metrics`` is a list (the same metrics for every record) or a mapping category -> list
+(ColossalAI's config; a category missing from it uses the ``general`` key, else it is an
+error). Missing metrics, missing references (with ``with_reference``) and an unknown mode are
+reported before any judge call.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
+from ..errors import InputError
+from ..records import Record
+from ..scores import Invalid, ItemScores
+from .dispatch import complete_all
+from .parsing import metric_labels, parse_rating, score_from_top_logprobs
+from .prompts import EvaluationPrompts, PromptEntry, fill
+
+MODES = ("auto", "logprobs", "generate")
+LANGUAGES = ("en", "cn")
+SCALE = (1, 5)
+
+FORMAT_INSTRUCTION = {
+    "en": "Reply in this format: the first line holds only the score, an integer from {low} to {high},"
+          " and nothing else. You may explain your rating on the lines after it.",
+    "cn": "请按以下格式回复：第一行只写分数（{low}到{high}之间的整数），不写其他内容；之后的行可以解释你的评分。",
+}
+REFERENCE_BLOCK = {
+    "en": "\n\nThe reference answer, which is correct and can serve as an example, is as follows:\n\n{reference}",
+    "cn": "\n\n参考答案如下（该答案是正确的，可作为范例）：\n\n{reference}",
+}
+
+
+@dataclass
+class MetricSummary:
+    """One category x metric: mean of the valid scores, how many, how many invalid, and the ids
+    of the (up to 3) best and worst items, best first / worst first."""
+
+    mean: float
+    count: int
+    invalid: int
+    best: list[str] = field(default_factory=list)
+    worst: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mean": self.mean, "count": self.count, "invalid": self.invalid,
+                "best": self.best, "worst": self.worst}
+
+
+def _references(record: Record) -> str:
+    if len(record.targets) == 1:
+        return record.targets[0]
+    return "\n\n".join(f"[{i}] {t}" for i, t in enumerate(record.targets, 1))
+
+
+class RatingJudge:
+    """Options of a rating run (nothing happens in __init__ but checks); see the module docstring.
+
+    mode: "auto" | "logprobs" | "generate".  with_reference: give the judge the target answer.
+    language: "en" | "cn", for the format instruction and the reference block.
+    system_prompt: overrides the entry's system prompt.  format_instruction: append the reply-format
+    instruction to the system message.  min_mass: least score-token probability in logprobs mode.
+    max_tokens: budget in generate mode.  top_logprobs: alternatives asked for in logprobs mode.
+    """
+
+    def __init__(self, backend: Backend, prompts: EvaluationPrompts, *, mode: str = "auto",
+                 with_reference: bool = False, language: str = "en", system_prompt: str | None = None,
+                 format_instruction: bool = True, min_mass: float = 0.05, max_tokens: int = 384,
+                 top_logprobs: int = 20):
+        if mode not in MODES:
+            raise InputError(f'rating: unknown mode "{mode}" (expected one of {", ".join(MODES)})')
+        if language not in LANGUAGES:
+            raise InputError(f'rating: unknown language "{language}" (expected one of {", ".join(LANGUAGES)})')
+        if mode == "logprobs" and not backend.supports_logprobs:
+            raise InputError(f'rating: mode "logprobs" needs a backend with log-probabilities;'
+                             f" {backend.kind} backend for {backend.model} has none (use mode \"generate\")")
+        self.backend = backend
+        self.prompts = prompts
+        self.mode = ("logprobs" if backend.supports_logprobs else "generate") if mode == "auto" else mode
+        self.with_reference = with_reference
+        self.language = language
+        self.system_prompt = system_prompt
+        self.format_instruction = format_instruction
+        self.min_mass = min_mass
+        self.max_tokens = max_tokens
+        self.top_logprobs = top_logprobs
+
+    def signature(self) -> dict[str, Any]:
+        sig: dict[str, Any] = {
+            "evaluator": "rating",
+            "judge": self.backend.signature(),
+            "prompt_file": str(self.prompts.path),
+            "prompt_sha256": self.prompts.sha256,
+            "mode": self.mode,
+            "scale": list(SCALE),
+            "with_reference": self.with_reference,
+            "language": self.language,
+            "format_instruction": self.format_instruction,
+            "system_prompt": self.system_prompt,
+        }
+        if self.mode == "logprobs":
+            sig.update(top_logprobs=self.top_logprobs, min_mass=self.min_mass, aggregation="G-Eval expectation")
+        else:
+            sig.update(max_tokens=self.max_tokens, parser="first-line score, or last line 'Score: N'")
+        return sig
+
+    # -- building ---------------------------------------------------------------------------
+
+    def _metrics_for(self, category: str, metrics: Sequence[str] | Mapping[str, Sequence[str]]) -> list[str]:
+        if isinstance(metrics, Mapping):
+            if category in metrics:
+                return list(metrics[category])
+            if "general" in metrics:
+                return list(metrics["general"])
+            raise InputError(f'rating: no metrics configured for category "{category}"'
+                             f" (configured: {', '.join(metrics)})")
+        if isinstance(metrics, str):
+            return [metrics]
+        return list(metrics)
+
+    def _system(self, entry: PromptEntry) -> str | None:
+        parts = [self.system_prompt if self.system_prompt is not None else entry.system_prompt]
+        if self.format_instruction:
+            parts.append(FORMAT_INSTRUCTION[self.language].format(low=SCALE[0], high=SCALE[1]))
+        text = "\n\n".join(p for p in parts if p)
+        return text or None
+
+    def build_prompt(self, entry: PromptEntry, record: Record, metric: str) -> str:
+        """The user message for one record and metric."""
+        values = {"question": record.question, "metric": entry.metrics[metric], "steps": entry.cot[metric]}
+        if not self.with_reference:
+            return fill(entry.prompt, answer=record.output, **values)
+        reference = _references(record)
+        if entry.reference_prompt is not None:
+            return fill(entry.reference_prompt, answer=record.output, reference=reference, target=reference,
+                        **values)
+        block = fill(REFERENCE_BLOCK[self.language], reference=reference)
+        return fill(entry.prompt, answer=record.output + block, **values)
+
+    def _request(self, entry: PromptEntry, record: Record, metric: str) -> JudgeRequest:
+        user = self.build_prompt(entry, record, metric)
+        if self.mode == "logprobs":
+            return JudgeRequest.chat(self._system(entry), user, max_tokens=1, temperature=0.0,
+                                     top_logprobs=self.top_logprobs)
+        return JudgeRequest.chat(self._system(entry), user, max_tokens=self.max_tokens, temperature=0.0)
+
+    def _check(self, records: Sequence[Record], per_record: list[list[str]]) -> None:
+        problems: list[str] = []
+        seen: set[tuple[str, str]] = set()
+        for record, metrics in zip(records, per_record):
+            for m in self.prompts.missing_metrics(record.category, metrics):
+                if (record.category, m) not in seen:
+                    seen.add((record.category, m))
+                    problems.append(f'{self.prompts.path}: no definition and CoT steps for metric "{m}"'
+                                    f' of category "{record.category}"')
+        if self.with_reference:
+            lacking = [r.id for r, ms in zip(records, per_record) if ms and not any(t.strip() for t in r.targets)]
+            if lacking:
+                shown = ", ".join(lacking[:10]) + (f" and {len(lacking) - 10} more" if len(lacking) > 10 else "")
+                problems.append(f"rating with reference: record(s) {shown} have no target answer")
+        if problems:
+            raise InputError("\n".join(problems))
+
+    # -- running ----------------------------------------------------------------------------
+
+    def rate(self, records: Sequence[Record], metrics: Sequence[str] | Mapping[str, Sequence[str]],
+             progress: ProgressFn | None = None) -> list[ItemScores]:
+        per_record = [self._metrics_for(r.category, metrics) for r in records]
+        self._check(records, per_record)
+        jobs: list[tuple[int, str, PromptEntry, JudgeRequest]] = []
+        for i, (record, ms) in enumerate(zip(records, per_record)):
+            entry = self.prompts.entry_for(record.category)
+            for m in ms:
+                jobs.append((i, m, entry, self._request(entry, record, m)))
+        completions = complete_all(self.backend, [job[3] for job in jobs], progress)
+        out = [ItemScores() for _ in records]
+        for (i, metric, entry, request), comp in zip(jobs, completions):
+            self._score(out[i], metric, entry, request, comp)
+        return out
+
+    def _score(self, item: ItemScores, metric: str, entry: PromptEntry, request: JudgeRequest,
+               comp: Completion) -> None:
+        details: dict[str, Any] = {"mode": self.mode, "request": request.key(), "prompt_category": entry.category,
+                                   "cached": comp.cached}
+        if entry.fallback:
+            details["fallback_from"] = entry.requested
+        item.details[metric] = details
+        if not comp.ok:
+            details["raw"] = comp.error
+            item.invalid[metric] = Invalid(reason=f"judge call failed: {comp.error}", raw=comp.error or "")
+            return
+        if self.mode == "logprobs":
+            top = comp.top_logprobs[0] if comp.top_logprobs else {}
+            shown = {t: round(math.exp(lp), 6) for t, lp in sorted(top.items(), key=lambda kv: -kv[1])}
+            details["raw"] = shown
+            result = score_from_top_logprobs(top, low=SCALE[0], high=SCALE[1], min_mass=self.min_mass)
+            details["score_token_mass"] = result.mass
+            if result.ok:
+                item.scores[metric] = result.value
+            else:
+                reason = result.reason if top else "the judge returned no top log-probabilities"
+                item.invalid[metric] = Invalid(reason=reason, raw=repr(shown))
+            return
+        details["raw"] = comp.text
+        labels = metric_labels(metric, entry.metrics.get(metric, ""))
+        parsed = parse_rating(comp.text, low=SCALE[0], high=SCALE[1], labels=labels)
+        if parsed.ok:
+            item.scores[metric] = parsed.value
+            details["parsed_by"] = parsed.rule
+        else:
+            item.invalid[metric] = Invalid(reason=parsed.reason, raw=comp.text)
+
+
+def rate(backend: Backend, prompts: EvaluationPrompts, records: Sequence[Record],
+         metrics: Sequence[str] | Mapping[str, Sequence[str]], *, mode: str = "auto",
+         with_reference: bool = False, language: str = "en", progress: ProgressFn | None = None,
+         **options: Any) -> list[ItemScores]:
+    """Rate every record on its metrics with one batched judge call; see the module docstring.
+    `options` go to RatingJudge (system_prompt, format_instruction, min_mass, max_tokens, top_logprobs)."""
+    judge = RatingJudge(backend, prompts, mode=mode, with_reference=with_reference, language=language, **options)
+    return judge.rate(records, metrics, progress)
+
+
+def aggregate(records: Sequence[Record], items: Sequence[ItemScores],
+              top: int = 3) -> dict[str, dict[str, MetricSummary]]:
+    """Per category and metric: mean of valid scores, count, invalid count, best/worst ids."""
+    if len(records) != len(items):
+        raise ValueError(f"aggregate: {len(records)} records but {len(items)} item scores")
+    table: dict[str, dict[str, tuple[list[tuple[float, str]], int]]] = {}
+    for record, item in zip(records, items):
+        cat = table.setdefault(record.category, {})
+        for metric, value in item.scores.items():
+            cat.setdefault(metric, ([], 0))[0].append((value, record.id))
+        for metric in item.invalid:
+            vals, bad = cat.setdefault(metric, ([], 0))
+            cat[metric] = (vals, bad + 1)
+    out: dict[str, dict[str, MetricSummary]] = {}
+    for category, metrics in table.items():
+        out[category] = {}
+        for metric, (vals, bad) in metrics.items():
+            mean = sum(v for v, _ in vals) / len(vals) if vals else float("nan")
+            by_score = sorted(vals, key=lambda vi: -vi[0])  # stable: equal scores keep record order
+            out[category][metric] = MetricSummary(
+                mean=mean, count=len(vals), invalid=bad,
+                best=[i for _, i in by_score[:top]],
+                worst=[i for _, i in sorted(vals, key=lambda vi: vi[0])[:top]],
+            )
+    return out
