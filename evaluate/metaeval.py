@@ -15,7 +15,7 @@ higher one is picked; accuracy against `label` over the non-tie rows.
 
 Evaluator names: a metric name (`ROUGE`, `BLEU`, ...) or `FAMILY:NAME` (`Metrics:ROUGE`,
 `UniEval:summarization-coherence`, `GPT:coherence`, `RepEval:fluency`), plus the baseline `Length`
-(number of words; "pick the longer answer").
+(number of characters; "pick the longer answer").
 """
 
 from __future__ import annotations
@@ -106,8 +106,8 @@ def score_records(evaluators: list[tuple[str, str]], records: list[Record], lang
         by_family.setdefault(fam, []).append(name)
     if "baseline" in by_family:
         for i, r in enumerate(records):
-            out[i]["baseline/Length"] = float(len(r.output.split()))
-        sigs["baseline/Length"] = {"metric": "Length", "unit": "whitespace-separated words"}
+            out[i]["baseline/Length"] = float(len(r.output))
+        sigs["baseline/Length"] = {"metric": "Length", "unit": "characters"}
     category = records[0].category if records else "general"
     raw = {"language": language, "metric_options": options, "category": {category: {}}, **extra_config}
     for fam, names in by_family.items():

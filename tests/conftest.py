@@ -1,4 +1,8 @@
 import os
+
+# torch's OpenMP threads spin-wait by default; on a shared 2-core machine that made forward passes
+# 5-8x slower. Must be set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 from pathlib import Path
 
 import pytest

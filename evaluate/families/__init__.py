@@ -59,6 +59,10 @@ def get_family(name: str) -> Family:
         from .gpt import GPTFamily
 
         return GPTFamily()
+    if name == "RepEval":
+        from .repeval import RepEvalFamily
+
+        return RepEvalFamily()
     if name == "UniEval":
         from .unieval import UniEvalFamily
 

@@ -1,0 +1,101 @@
+"""RepEval pairwise: direction from PandaLM pairs, layer/token/method chosen on other PandaLM
+pairs, accuracy on the 221 HHH-alignment pairs.
+
+Each pair is represented twice with the "pairwise" template: better answer as A ("AB") and as
+B ("BA"); the direction is fitted on AB - BA; a test pair picks A when proj(AB) > proj(BA), so
+the answer order cannot bias it.
+
+    python bench/repeval_pairwise.py --out results/repeval_pairwise.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from repeval.direction import fit_direction  # noqa: E402
+from repeval.estimator import RepEval  # noqa: E402
+from repeval.pairs import Pair, pairs_from_pairwise, read_jsonl  # noqa: E402
+from repeval.select import grid, sweep  # noqa: E402
+from repeval.templates import render, template_for  # noqa: E402
+
+DATA = ROOT / ".." / "shared" / "data" / "metaeval"
+PAPER = {5: 0.950, 20: 0.977}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="SmolLM2-135M-Instruct")
+    ap.add_argument("--layers", default="6,9,12,15,18,21,24,27,30")
+    ap.add_argument("--tokens", default="-1,-2,-3")
+    ap.add_argument("--pool", type=int, default=40, help="PandaLM pairs to draw training sets from")
+    ap.add_argument("--val", type=int, default=60, help="PandaLM pairs for choosing layer/token/method")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--max-tokens", type=int, default=768)
+    ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "repeval_bench")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args(argv)
+    layers = [int(x) for x in args.layers.split(",")]
+    tokens = [int(x) for x in args.tokens.split(",")]
+    panda = pairs_from_pairwise(read_jsonl(DATA / "pandalm.jsonl"), k=args.pool + args.val, seed=0,
+                                where="pandalm.jsonl")
+    pool, valp = panda[: args.pool], panda[args.pool:]
+    hhh_rows = read_jsonl(DATA / "hhh_alignment.jsonl")
+    hhh = pairs_from_pairwise(hhh_rows, where="hhh_alignment.jsonl")
+    rep = RepEval(model=args.model, criterion="pairwise", max_tokens=args.max_tokens)
+    tpl = template_for("pairwise")
+    tag = args.model.replace("/", "_")
+
+    def reps_of(pairs: list[Pair], name: str) -> np.ndarray:
+        path = args.cache / f"{tag}-pairwise-{name}-{len(pairs)}.npz"
+        if path.is_file():
+            return np.load(path)["reps"].astype(np.float32)
+        prompts = [render(tpl, a=x, b=y, question=p.question) for p in pairs for x, y in ((p.good, p.bad), (p.bad, p.good))]
+        t0 = time.time()
+        out = rep.represent(prompts, layers=layers, tokens=tokens)
+        print(f"  extracted {len(prompts)} prompts in {time.time() - t0:.0f}s ({name})", flush=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, reps=out.astype(np.float16))
+        return out
+
+    pool_r, val_r, hhh_r = reps_of(pool, "pandalm-pool"), reps_of(valp, "pandalm-val"), reps_of(hhh, "hhh")
+    longer = float(np.mean([len(p.good) > len(p.bad) for p in hhh]))
+    results = {"model": args.model, "hhh_pairs": len(hhh), "longer_answer": longer, "paper": PAPER, "runs": []}
+    print(f"pick the longer answer: {longer:.3f} on {len(hhh)} HHH pairs")
+    for k in (5, 20):
+        for method in ("pca", "mean", "svm"):
+            per_seed = []
+            for seed in range(args.seeds):
+                pick = np.random.default_rng(seed).choice(len(pool), k, replace=False)
+                good, bad = pool_r[0::2][pick], pool_r[1::2][pick]
+                table = sweep(good, bad, val_r[0::2], layers, tokens, grid(layers, tokens, (method,)),
+                              val_bad=val_r[1::2], seed=seed)
+                best = table[0]
+                ti, li = tokens.index(best.token), layers.index(best.layer)
+                d = fit_direction(good[:, ti, li], bad[:, ti, li], method, 1, seed).direction
+                acc = float(np.mean(hhh_r[0::2, ti, li] @ d > hhh_r[1::2, ti, li] @ d))
+                per_seed.append({"seed": seed, "layer": best.layer, "token": best.token, "val": best.validation,
+                                 "hhh": acc})
+            accs = [s["hhh"] for s in per_seed]
+            run = {"k": k, "method": method, "hhh_mean": float(np.mean(accs)), "hhh_sd": float(np.std(accs)),
+                   "seeds": per_seed}
+            results["runs"].append(run)
+            print(f"K={k:2d} {method:4s} HHH {run['hhh_mean']:.3f} (sd {run['hhh_sd']:.3f}) val "
+                  f"{np.mean([s['val'] for s in per_seed]):.3f} picks {[(s['layer'], s['token']) for s in per_seed]}",
+                  flush=True)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()

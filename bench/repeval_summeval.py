@@ -1,0 +1,149 @@
+"""RepEval on SummEval: Spearman per dimension, layer/token/method chosen on docs 0-19, tested
+on docs 20-99 (or fewer with --test-docs).
+
+Training pairs (K = 5 and 20, five random draws each):
+- asset:     ASSET best vs worst rows (fluency for fluency/coherence, "meaning" for consistency)
+- synthetic: corruptions of SummEval reference summaries of the validation docs 0-19
+- summeval:  best vs worst system output per validation doc (in-domain human labels)
+
+Representations are extracted once per criterion and cached (``--cache``), so reruns and the
+many fitted directions cost no forward passes.
+
+    python bench/repeval_summeval.py --criteria fluency,coherence --out results/repeval_summeval.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from repeval.direction import fit_direction  # noqa: E402
+from repeval.estimator import RepEval  # noqa: E402
+from repeval.pairs import pairs_from_scored, read_jsonl, synthetic_pairs  # noqa: E402
+from repeval.select import grid, grouped_spearman, spearman, sweep  # noqa: E402
+from repeval.templates import render, template_for  # noqa: E402
+
+DATA = ROOT / ".." / "shared" / "data" / "metaeval"
+ASSET_DIM = {"fluency": "fluency", "coherence": "fluency", "consistency": "meaning", "relevance": "meaning"}
+PAPER = {"fluency": 0.447, "consistency": 0.426, "coherence": 0.534}
+ROUGE1 = {"coherence": 0.169, "consistency": 0.160, "fluency": 0.116, "relevance": 0.328}
+
+
+def extract_cached(rep: RepEval, prompts: list[str], layers: list[int], tokens: list[int], path: Path) -> np.ndarray:
+    if path.is_file():
+        return np.load(path)["reps"].astype(np.float32)
+    t0 = time.time()
+    reps = rep.represent(prompts, layers=layers, tokens=tokens)
+    print(f"  extracted {len(prompts)} prompts in {time.time() - t0:.0f}s -> {path.name}", flush=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, reps=reps.astype(np.float16))
+    return reps
+
+
+def prompts_for(tpl: str, pairs) -> list[str]:
+    return [render(tpl, hyp=t, src=p.src) for p in pairs for t in (p.good, p.bad)]
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="SmolLM2-135M-Instruct")
+    ap.add_argument("--criteria", default="fluency,coherence,consistency")
+    ap.add_argument("--layers", default="6,9,12,15,18,21,24,27,30")
+    ap.add_argument("--tokens", default="-1,-2,-3")
+    ap.add_argument("--test-docs", type=int, default=80, help="how many of docs 20-99 to test on")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "repeval_bench")
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    layers = [int(x) for x in args.layers.split(",")]
+    tokens = [int(x) for x in args.tokens.split(",")]
+    rows = read_jsonl(DATA / "summeval.jsonl")
+    asset = read_jsonl(DATA / "asset.jsonl")
+    docs = list(dict.fromkeys(r["doc_id"] for r in rows))
+    val_docs, test_docs = set(docs[:20]), set(docs[20:20 + args.test_docs])
+    val_rows = [r for r in rows if r["doc_id"] in val_docs]
+    test_rows = [r for r in rows if r["doc_id"] in test_docs]
+    results: dict = {"model": args.model, "layers": layers, "tokens": tokens, "test_docs": len(test_docs),
+                     "criteria": {}}
+    tag = args.model.replace("/", "_")
+    for crit in args.criteria.split(","):
+        print(f"== {crit}", flush=True)
+        rep = RepEval(model=args.model, criterion=crit)
+        tpl = template_for(crit)
+        items = val_rows + test_rows
+        reps = extract_cached(rep, [render(tpl, hyp=r["output"], src=r["source"]) for r in items], layers, tokens,
+                              args.cache / f"{tag}-{crit}-summeval-{len(test_docs)}.npz")
+        val, test = reps[: len(val_rows)], reps[len(val_rows):]
+        val_h = [r["human"][crit] for r in val_rows]
+        test_h = [r["human"][crit] for r in test_rows]
+        val_g = [r["doc_id"] for r in val_rows]
+        test_g = [r["doc_id"] for r in test_rows]
+        # training sources: every candidate pair is extracted once; draws index into them
+        # ASSET: the 20 best rows against the 20 worst (ASSET rows carry their source sentence)
+        asset_all = pairs_from_scored(asset, ASSET_DIM[crit], k=20, seed=0, where="asset.jsonl")
+        refs = [(ref, r["source"]) for r in val_rows[::16] for ref in r["references"]]
+        synth_all = synthetic_pairs([t for t, _ in refs], crit, seed=0, sources=[s for _, s in refs])
+        synth_all = synth_all[:40]
+        pools = {
+            "asset": (asset_all, extract_cached(rep, prompts_for(tpl, asset_all), layers, tokens,
+                                                args.cache / f"{tag}-{crit}-asset.npz")),
+            "synthetic": (synth_all, extract_cached(rep, prompts_for(tpl, synth_all), layers, tokens,
+                                                    args.cache / f"{tag}-{crit}-synthetic.npz")),
+        }
+        # in-domain: best vs worst output per validation doc, reps taken from the validation set
+        idx_pairs = []
+        for d in list(dict.fromkeys(val_g)):
+            ids = [i for i, g in enumerate(val_g) if g == d]
+            hi, lo = max(ids, key=lambda i: val_h[i]), min(ids, key=lambda i: val_h[i])
+            if val_h[hi] > val_h[lo]:
+                idx_pairs.append((hi, lo))
+        sv = np.stack([np.stack([val[h], val[lo]]) for h, lo in idx_pairs])  # [P, 2, T, L, H]
+        pools["summeval"] = (idx_pairs, sv.reshape(-1, *val.shape[1:]))
+        crit_res = {"paper": PAPER.get(crit), "rouge1": ROUGE1.get(crit), "runs": []}
+        for source, (pairs, preps) in pools.items():
+            good_all, bad_all = preps[0::2], preps[1::2]
+            for k in (5, 20):
+                if k > len(pairs):
+                    print(f"  {source} K={k}: only {len(pairs)} pairs, skipped")
+                    continue
+                for method in ("pca", "mean", "svm"):
+                    per_seed = []
+                    for seed in range(args.seeds):
+                        pick = np.random.default_rng(seed).choice(len(pairs), k, replace=False)
+                        cands = grid(layers, tokens, methods=(method,), n_components=(1,))
+                        table = sweep(good_all[pick], bad_all[pick], val, layers, tokens, cands,
+                                      human=val_h, groups=val_g, seed=seed)
+                        best = table[0]
+                        ti, li = tokens.index(best.token), layers.index(best.layer)
+                        fit = fit_direction(good_all[pick, ti, li], bad_all[pick, ti, li], method, 1, seed)
+                        proj = test[:, ti, li] @ fit.direction
+                        per_seed.append({"seed": seed, "layer": best.layer, "token": best.token,
+                                         "val": best.validation,
+                                         "test_summary": grouped_spearman(proj, test_h, test_g),
+                                         "test_dataset": spearman(proj, test_h)})
+                    summ = [s["test_summary"] for s in per_seed]
+                    dset = [s["test_dataset"] for s in per_seed]
+                    run = {"source": source, "k": k, "method": method,
+                           "test_summary_mean": float(np.mean(summ)), "test_summary_sd": float(np.std(summ)),
+                           "test_dataset_mean": float(np.mean(dset)), "seeds": per_seed}
+                    crit_res["runs"].append(run)
+                    print(f"  {source:9s} K={k:2d} {method:4s} summary {run['test_summary_mean']:+.3f} "
+                          f"(sd {run['test_summary_sd']:.3f}) dataset {run['test_dataset_mean']:+.3f} "
+                          f"picks {[(s['layer'], s['token']) for s in per_seed]}", flush=True)
+        results["criteria"][crit] = crit_res
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=1))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""``python -m repeval {fit,score,compare} ...``"""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

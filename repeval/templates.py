@@ -1,0 +1,50 @@
+"""Prompt templates (data, not code): ``templates.json`` maps a criterion to a format string."""
+
+from __future__ import annotations
+
+import json
+import string
+from pathlib import Path
+
+from evaluate.errors import InputError
+from evaluate.registry import suggest
+
+TEMPLATES_FILE = Path(__file__).with_name("templates.json")
+PLACEHOLDERS = {"hyp", "src", "question", "a", "b"}
+
+
+def load_templates(path: Path = TEMPLATES_FILE) -> dict[str, str]:
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def fields(template: str) -> set[str]:
+    """The placeholders a template uses; unknown ones -> InputError."""
+    names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    unknown = names - PLACEHOLDERS
+    if unknown:
+        raise InputError(f"template {template[:60]!r}: unknown placeholder(s) {sorted(unknown)}; "
+                         f"allowed: {sorted(PLACEHOLDERS)}")
+    return names
+
+
+def template_for(criterion: str, template: str | None = None) -> str:
+    """The user's template if given, else the packaged one for `criterion` (unknown -> InputError)."""
+    if template is not None:
+        fields(template)
+        return template
+    known = load_templates()
+    if criterion not in known:
+        raise InputError(f'unknown RepEval criterion "{criterion}"{suggest(criterion, list(known))} '
+                         f"(known: {', '.join(known)}; or pass template=...)")
+    return known[criterion]
+
+
+def render(template: str, *, hyp: str = "", src: str | None = None, question: str | None = None,
+           a: str = "", b: str = "", where: str = "") -> str:
+    """Fill a template; a placeholder it needs but that was not given -> InputError naming `where`."""
+    values = {"hyp": hyp, "src": src, "question": question, "a": a, "b": b}
+    for name in fields(template):
+        if values[name] is None:
+            raise InputError(f"{where or 'item'}: the template needs {{{name}}} but none was given")
+    return template.format(**{k: ("" if v is None else v) for k, v in values.items()})

