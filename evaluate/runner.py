@@ -172,6 +172,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 for fam, names in fams.items():
                     t0 = time.time()
                     try:
+                        fam_objs[fam].model = s.name
                         out = fam_objs[fam].run(cfg, cat, names, recs)
                     except InputError:
                         raise

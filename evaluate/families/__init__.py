@@ -31,6 +31,7 @@ class FamilyOutput:
 
 class Family:
     name: str = ""
+    model: str | None = None  # the model whose records `run` is scoring; set by the runner
 
     def validate(self, cfg: "RunConfig", category: str, names: list[str], where: str, *, used: bool) -> list[str]:
         """Problems with `names` for `category` (each message starts with `where`).
@@ -63,6 +64,10 @@ def get_family(name: str) -> Family:
         from .repeval import RepEvalFamily
 
         return RepEvalFamily()
+    if name == "SAGEval":
+        from .sageval import SAGEvalFamily
+
+        return SAGEvalFamily()
     if name == "UniEval":
         from .unieval import UniEvalFamily
 

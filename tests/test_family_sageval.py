@@ -1,0 +1,57 @@
+"""SAGEval inside the pipeline, against the fake OpenAI-compatible server."""
+
+import json
+from pathlib import Path
+
+from evaluate.cli import main
+
+try:
+    from tests.fake_openai_server import Reply, fake_openai  # noqa: F401
+except ImportError:
+    from fake_openai_server import Reply, fake_openai  # noqa: F401
+
+REPO = Path(__file__).resolve().parents[1]
+SURVEYS = REPO / "examples" / "sageval" / "surveys.json"
+
+
+def reply(rec):
+    msgs = rec.body["messages"]
+    if msgs[0]["content"].startswith("You are SAGE"):
+        flawed = "?" in msgs[-1]["content"] and "duplicate" in msgs[-1]["content"].lower()
+        return Reply(content=json.dumps({
+            "aspects": {"accuracy": {"score": 2 if flawed else 4, "reason": "checked", "definition": None},
+                        "cohesion": {"score": 4, "reason": "ok", "definition": "Questions follow one thread."}},
+            "new_aspects": [{"name": "Question overlap", "definition": "No two questions ask the same."}]}))
+    return Reply(content=json.dumps({"accuracy": {"score": 4, "reason": "fine"},
+                                     "cohesion": {"score": 5, "reason": "flows"}}))
+
+
+def test_sageval_family(tmp_path, fake_openai, monkeypatch):
+    monkeypatch.setenv("SAGE_KEY", "sk-sage")
+    fake_openai.reply_fn = reply
+    cfg = {"save_path": str(tmp_path / "out"), "answers": [{"name": "gen", "path": str(SURVEYS)}],
+           "category": {c: {"SAGEval": ["accuracy", "cohesion"]} for c in ("survey", "form", "quiz")},
+           "judge": {"backend": "openai", "model": "fake", "base_url": fake_openai.url, "api_key_env": "SAGE_KEY",
+                     "mode": "generate"},
+           "sageval": {"use_logprobs": False}}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["--config", str(path)]) == 0
+    res = json.loads((tmp_path / "out" / "results" / "gen.json").read_text())
+    n = len(res["items"])
+    overall = res["aggregates"]["overall"]
+    assert overall["SAGEval/cohesion@evaluator"]["mean"] == 5 and overall["SAGEval/cohesion"]["mean"] == 4
+    assert overall["SAGEval/accuracy"]["n"] == n
+    summary = json.loads((tmp_path / "out" / "sageval" / "gen.json").read_text())
+    assert set(summary["by_category"]) == {"survey", "form", "quiz"}
+    cat = next(iter(summary["by_category"].values()))
+    assert "aspects" in json.dumps(cat) or cat
+
+
+def test_unknown_aspect(tmp_path, capsys):
+    cfg = {"save_path": str(tmp_path / "o"), "answers": [{"name": "gen", "path": str(SURVEYS)}],
+           "category": {"survey": {"SAGEval": ["acuracy"]}}}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["--config", str(path), "--dry-run"]) == 2
+    assert 'did you mean "accuracy"' in capsys.readouterr().err
