@@ -145,7 +145,13 @@ def _judgement(a: Aspect, entry: Any, with_definition: bool) -> Judgement | str:
         if d is not None and not isinstance(d, str):
             return f'{where}: "definition" must be a string or null, got {_describe(d)}'
         definition = d.strip() if isinstance(d, str) and d.strip() and d.strip().lower() != "null" else None
+        if definition is not None and _same_text(definition, a.definition):
+            definition = None  # the given definition copied back is no suggestion (Qwen-1.5B does this)
     return Judgement(value, reason.strip(), definition)
+
+
+def _same_text(x: str, y: str) -> bool:
+    return " ".join(x.lower().split()).rstrip(".") == " ".join(y.lower().split()).rstrip(".")
 
 
 def _judgements(obj: dict[str, Any], aspects: Sequence[Aspect], with_definition: bool, out: ParsedReply) -> None:

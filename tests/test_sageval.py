@@ -152,6 +152,9 @@ def test_schema_checks_types_ranges_and_labels():
     p = parse_sage_reply(sage_reply({"accuracy": 2}, new=[{"name": f"n{i}", "definition": "d"} for i in range(4)]),
                          aspects[:1], max_new=3)
     assert p.judgements["accuracy"].value == 2 and "at most 3" in p.problems["new_aspects"]
+    given = aspects[0].definition
+    p = parse_sage_reply(sage_reply({"accuracy": 2}, definitions={"accuracy": "  " + given.upper()[:-1]}), aspects[:1])
+    assert p.judgements["accuracy"].definition is None  # the given definition echoed back is no suggestion
 
 
 # ---------------------------------------------------------------- the two agents, scripted
