@@ -9,7 +9,6 @@ ColossalAI's flags work unchanged and override the config file. Exit codes: 0 su
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 

@@ -120,6 +120,10 @@ class RunConfig:
             "battle": self.battle,
         }
 
+    def resolve(self, value: str | Path) -> Path:
+        """A path written in the config file, relative to that file's folder."""
+        return _resolve(self.source.resolve().parent if self.source else None, str(value))
+
     def default_prompt(self, kind: str) -> Path:
         """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language."""
         return REPO_ROOT / "prompts" / f"{kind}_prompt_{self.language}.json"

@@ -34,7 +34,6 @@ from .errors import InputError
 from .families import FAMILIES, get_family
 from .records import Record
 from .results import atomic_write_json
-from .scores import ItemScores
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

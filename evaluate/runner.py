@@ -7,7 +7,6 @@ manifest -> --fail-under checks.
 
 from __future__ import annotations
 
-import json
 import platform
 import sys
 import time

@@ -130,3 +130,12 @@ def test_unknown_family_flag(tmp_path, capsys):
     cfg = write_config(tmp_path, FAST)
     assert main(["--config", str(cfg), "--only", "Metric"]) == 2
     assert 'unknown evaluator family "Metric"; did you mean "Metrics"?' in capsys.readouterr().err
+
+
+def test_corpus_aggregate_only_where_the_metric_defines_one(tmp_path):
+    cfg = write_config(tmp_path, {"closed_qa": {"Metrics": ["BLEU", "ROUGE"]}})
+    assert main(["--config", str(cfg)]) == 0
+    res = json.loads((tmp_path / "out" / "results" / "model_a.json").read_text())
+    agg = res["aggregates"]["by_category"]["closed_qa"]
+    assert "corpus" in agg["Metrics/BLEU-4"] and agg["Metrics/BLEU-4"]["corpus"] != agg["Metrics/BLEU-4"]["mean"]
+    assert "corpus" not in agg["Metrics/ROUGE-1"]

@@ -22,10 +22,7 @@ def cache_path(cfg: "RunConfig") -> Path | None:
     if cfg.judge.cache is False:
         return None
     if isinstance(cfg.judge.cache, str):
-        p = Path(cfg.judge.cache).expanduser()
-        if not p.is_absolute() and cfg.source is not None:
-            p = cfg.source.resolve().parent / p
-        return p
+        return cfg.resolve(cfg.judge.cache)
     return cfg.save_path / "judge_cache.sqlite"
 
 

@@ -17,7 +17,6 @@ projections (higher is better), comparable within one direction, not across crit
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
@@ -37,12 +36,6 @@ class RepEvalFamily(Family):
     def _opts(self, cfg) -> dict[str, Any]:
         return cfg.repeval or {}
 
-    def _path(self, cfg, value: str) -> Path:
-        p = Path(value).expanduser()
-        if not p.is_absolute() and cfg.source is not None:
-            p = cfg.source.resolve().parent / p
-        return p
-
     def validate(self, cfg, category, names, where, *, used):
         from repeval.templates import template_for
 
@@ -58,10 +51,10 @@ class RepEvalFamily(Family):
                 continue
             d = (opts.get("directions") or {}).get(name)
             p = (opts.get("pairs") or {}).get(name)
-            if d and not self._path(cfg, d).is_file():
-                problems.append(f"{where}[{i}]: repeval.directions.{name}: file not found: {self._path(cfg, d)}")
-            elif p and not self._path(cfg, p).is_file():
-                problems.append(f"{where}[{i}]: repeval.pairs.{name}: file not found: {self._path(cfg, p)}")
+            if d and not cfg.resolve(d).is_file():
+                problems.append(f"{where}[{i}]: repeval.directions.{name}: file not found: {cfg.resolve(d)}")
+            elif p and not cfg.resolve(p).is_file():
+                problems.append(f"{where}[{i}]: repeval.pairs.{name}: file not found: {cfg.resolve(p)}")
             elif not d and not p and name not in SYNTHETIC:
                 problems.append(f'{where}[{i}]: RepEval "{name}" needs repeval.directions.{name} (fit one with '
                                 f"`eval.py repeval fit`) or repeval.pairs.{name}; synthetic pairs are only made "
@@ -81,13 +74,13 @@ class RepEvalFamily(Family):
         opts = self._opts(cfg)
         d = (opts.get("directions") or {}).get(name)
         if d:
-            est = RepEval.load(self._path(cfg, d))
+            est = RepEval.load(cfg.resolve(d))
             how = f"loaded from {d}"
         else:
             k = int(opts.get("k", 20))
             p = (opts.get("pairs") or {}).get(name)
             if p:
-                pairs = load_pairs_jsonl(self._path(cfg, p))[:k]
+                pairs = load_pairs_jsonl(cfg.resolve(p))[:k]
                 how = f"fitted on {len(pairs)} pairs from {p}"
             else:
                 pairs = synthetic_pairs(self._targets, name, k=None, seed=int(opts.get("seed", 0)))[:k]

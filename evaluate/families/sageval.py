@@ -44,8 +44,8 @@ class SAGEvalFamily(Family):
 
         opts = {k: v for k, v in cfg.sageval.items() if k in OPTIONS}
         for key in ("aspects_file", "prompts_file"):
-            if key in opts and cfg.source is not None and not Path(opts[key]).is_absolute():
-                opts[key] = str(cfg.source.resolve().parent / opts[key])
+            if key in opts:
+                opts[key] = str(cfg.resolve(opts[key]))
         result = run_sage(make_backend(cfg), records, names, language=cfg.language, **opts)
         self._summaries.setdefault(self.model or "model", {})[category] = result.summary()
         keys = {k for it in result.items for k in (*it.scores.scores, *it.scores.invalid)}

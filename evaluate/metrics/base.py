@@ -9,7 +9,7 @@ a metric may override with a corpus-level statistic and say so in its signature)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
 from ..registry import Registry
