@@ -107,6 +107,7 @@ def _overview(plt, path: Path, family: str, cats: dict, models: list[str]) -> Pa
     fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(models) + 3.5), min(fig_h, 40)))
     shade = []
     for row in values:
+        row = [round(v, 3) if v is not None else None for v in row]  # shade only what the cell shows
         present = [v for v in row if v is not None]
         lo, hi = (min(present), max(present)) if present else (0.0, 0.0)
         shade.append([(0.5 if hi == lo else (v - lo) / (hi - lo)) if v is not None else math.nan for v in row])
