@@ -99,8 +99,7 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str]) -> tu
     for cat in sorted(used - set(cfg.categories)):
         skipped[cat] = max(items[s.name].get(cat, 0) for s in sets)
     for fam, obj in fam_objs.items():
-        extra = obj.validate_run(cfg, sets, categories) if hasattr(obj, "validate_run") else []
-        problems.extend(extra)
+        problems.extend(obj.validate_run(cfg, sets, categories))
     if problems:
         raise ConfigError(problems, str(cfg.source) if cfg.source else None)
     work: dict[str, dict[str, int]] = {}
@@ -111,9 +110,8 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str]) -> tu
                 if fam in fams:
                     for k, v in obj.plan(cfg, cat, fams[fam], items[s.name].get(cat, 0)).items():
                         total[k] = total.get(k, 0) + v
-        if hasattr(obj, "plan_run"):
-            for k, v in obj.plan_run(cfg, sets, categories).items():
-                total[k] = total.get(k, 0) + v
+        for k, v in obj.plan_run(cfg, sets, categories).items():
+            total[k] = total.get(k, 0) + v
         work[fam] = total
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
                 skipped=skipped, work=work)
@@ -160,7 +158,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     try:
         for s in sets:
             res = ModelResults.open(save, s.name, str(s.path), s.records)
-            res.skipped_categories = {c: n for c, n in plan.skipped.items()}
+            res.skipped_categories = dict(plan.skipped)
             by_cat: dict[str, list[Record]] = {}
             for r in s.records:
                 by_cat.setdefault(r.category, []).append(r)
@@ -187,19 +185,17 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                     log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {time.time() - t0:.1f}s")
             res.save(save, run_id)
         for fam, obj in fam_objs.items():
-            if hasattr(obj, "run_all"):
-                try:
-                    extra = obj.run_all(cfg, sets, plan.categories, save, log)
-                    if extra:
-                        manifest.setdefault("outputs", {})[fam] = extra
-                except InputError:
-                    raise
-                except Exception as exc:
-                    manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
-                                               "traceback": traceback.format_exc(limit=5)})
-                    log(f"error: {fam}: {type(exc).__name__}: {exc}")
-            if hasattr(obj, "usage"):
-                manifest["usage"][fam] = obj.usage()
+            try:
+                extra = obj.run_all(cfg, sets, plan.categories, save, log)
+                if extra:
+                    manifest.setdefault("outputs", {})[fam] = extra
+            except InputError:
+                raise
+            except Exception as exc:
+                manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
+                                           "traceback": traceback.format_exc(limit=5)})
+                log(f"error: {fam}: {type(exc).__name__}: {exc}")
+            manifest["usage"][fam] = obj.usage()
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"

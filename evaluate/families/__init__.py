@@ -47,6 +47,23 @@ class Family:
     def run(self, cfg: "RunConfig", category: str, names: list[str], records: Sequence["Record"]) -> FamilyOutput:
         raise NotImplementedError
 
+    def validate_run(self, cfg: "RunConfig", sets: Sequence[Any], categories: dict[str, dict[str, list[str]]]) -> list[str]:
+        """Problems that involve the whole run (all models), e.g. a battle prompt file."""
+        return []
+
+    def plan_run(self, cfg: "RunConfig", sets: Sequence[Any], categories: dict[str, dict[str, list[str]]]) -> dict[str, int]:
+        """Run-wide work beyond the per-category `plan`, e.g. battle calls."""
+        return {}
+
+    def run_all(self, cfg: "RunConfig", sets: Sequence[Any], categories: dict[str, dict[str, list[str]]],
+                save: Any, log: Any) -> dict[str, Any] | None:
+        """Run-wide work after every model was scored (battles, summaries); returns files written."""
+        return None
+
+    def usage(self) -> dict[str, Any]:
+        """Judge usage (calls, tokens, cost) for the manifest."""
+        return {}
+
     def close(self) -> None:
         """Free models or connections held between categories."""
 

@@ -86,8 +86,6 @@ class GPTFamily(Family):
                 if no_ref:
                     problems.append(f"--gpt_with_reference: {s.path}: records without a target: "
                                     f"{', '.join(no_ref[:10])}{' ...' if len(no_ref) > 10 else ''}")
-        if cfg.judge.backend == "openai" and cfg.judge.mode == "logprobs":
-            pass  # the server may or may not return logprobs; items without them are recorded invalid
         return problems
 
     def plan(self, cfg, category, names, n_items):
@@ -108,13 +106,10 @@ class GPTFamily(Family):
             self._backend = make_backend(cfg)
         return self._backend
 
-    def _mode(self, cfg) -> str:
-        return cfg.judge.mode
-
     def run(self, cfg, category, names, records):
         from ..judges import RatingJudge
 
-        judge = RatingJudge(self.backend(cfg), self.eval_prompts(cfg), mode=self._mode(cfg),
+        judge = RatingJudge(self.backend(cfg), self.eval_prompts(cfg), mode=cfg.judge.mode,
                             with_reference=cfg.gpt_with_reference, language=cfg.language,
                             max_tokens=min(cfg.judge.max_tokens, 384))
         items = judge.rate(records, names)

@@ -59,6 +59,3 @@ class SAGEvalFamily(Family):
             atomic_write_json(path, {"model": model, "by_category": by_cat})
             written.append(str(path))
         return {"summaries": written} if written else None
-
-    def usage(self) -> dict[str, Any]:
-        return {}

@@ -49,7 +49,6 @@ class UniEvalFamily(Family):
 
     def __init__(self) -> None:
         self._evaluators: dict[str, Any] = {}
-        self._usage: dict[str, Any] = {}
 
     @staticmethod
     def mode(cfg) -> str:
