@@ -156,9 +156,9 @@ class UniEvalFamily(Family):
 
 
 def _resolve(cfg, path: str):
+    """Relative to the config file when such a folder exists there, else as given (ColossalAI's
+    configs hold paths relative to where eval.py is started)."""
     from pathlib import Path
 
-    p = Path(path).expanduser()
-    if not p.is_absolute() and cfg.source is not None and (cfg.source.resolve().parent / p).exists():
-        return cfg.source.resolve().parent / p
-    return p
+    near_config = cfg.resolve(path)
+    return near_config if near_config.exists() else Path(path).expanduser()
