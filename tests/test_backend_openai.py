@@ -7,7 +7,6 @@ import math
 import random
 import threading
 import time
-from types import SimpleNamespace
 
 import pytest
 
@@ -71,7 +70,7 @@ def test_server_without_logprobs_gives_empty_list(fake_openai: FakeOpenAIServer)
 
 
 def test_same_text_tokens_add_their_probabilities() -> None:
-    entries = [SimpleNamespace(token="4", logprob=-1.0), SimpleNamespace(token="4", logprob=-2.0), SimpleNamespace(token="5", logprob=-3.0)]
+    entries = [{"token": "4", "logprob": -1.0}, {"token": "4", "logprob": -2.0}, {"token": "5", "logprob": -3.0}, {"token": "6"}]
     merged = _merge_top(entries)
     assert merged["4"] == pytest.approx(math.log(math.exp(-1.0) + math.exp(-2.0)))
     assert merged["5"] == -3.0
