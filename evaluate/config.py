@@ -67,7 +67,7 @@ class JudgeConfig:
     mode: str = "auto"  # "auto" | "logprobs" | "generate"
     both_orders: bool = True
     price: dict[str, float] | None = None
-    dtype: str = "bfloat16"
+    dtype: str = "auto"  # local judge: "auto" (bfloat16 with AMX, else float32), "bfloat16", "float32"
     max_tokens: int = 512
     explain: bool = True  # battle: let the judge explain after the two scores (False: scores line only)
 
@@ -309,7 +309,7 @@ def _parse_judge(judge: dict, out: JudgeConfig, chk: _Checker) -> None:
         "mode": (str, '"auto", "logprobs" or "generate"'),
         "both_orders": (bool, "true or false"),
         "price": (dict, "a mapping {prompt: $ per 1M tokens, completion: $ per 1M tokens}"),
-        "dtype": (str, '"bfloat16" or "float32"'),
+        "dtype": (str, '"auto", "bfloat16" or "float32"'),
         "max_tokens": (int, "a positive integer"),
         "explain": (bool, "true or false"),
     }
@@ -329,8 +329,8 @@ def _parse_judge(judge: dict, out: JudgeConfig, chk: _Checker) -> None:
         chk.problems.append(f"judge.concurrency: expected a positive integer, got {out.concurrency}")
     if out.max_retries < 0:
         chk.problems.append(f"judge.max_retries: expected a non-negative integer, got {out.max_retries}")
-    if out.dtype not in ("bfloat16", "float32"):
-        chk.problems.append(f'judge.dtype: expected "bfloat16" or "float32", got "{out.dtype}"')
+    if out.dtype not in ("auto", "bfloat16", "float32"):
+        chk.problems.append(f'judge.dtype: expected "auto", "bfloat16" or "float32", got "{out.dtype}"')
     if any(str(k).lower() in SECRET_KEYS for k in judge):
         chk.problems.append("judge: put the API key in an environment variable and name it in judge.api_key_env; "
                             "keys are never read from config files")

@@ -10,8 +10,11 @@ dimension at three levels:
   (or with fewer than 2 scored rows) are skipped; the mean over groups is reported;
 - system level: the mean per `system_id`, correlated across systems;
 - dataset level: all rows at once.
-Pairwise files (rows with `response_a`, `response_b`, `label`): both responses are scored and the
-higher one is picked; accuracy against `label` over the non-tie rows.
+Pairwise files (rows with `response_a`, `response_b`, `label`): rows labelled "tie" are dropped
+(before --limit, so `--limit 100` means the first 100 decided pairs); both responses are scored and
+the higher one is picked; accuracy against `label`. `GPT:battle` instead shows both responses to
+the judge in a battle (in both orders unless the config's judge says otherwise) and reports its
+accuracy, with the order-flip and position-bias figures that a battle has and a score does not.
 
 Evaluator names: a metric name (`ROUGE`, `BLEU`, ...) or `FAMILY:NAME` (`Metrics:ROUGE`,
 `UniEval:summarization-coherence`, `GPT:coherence`, `RepEval:fluency`), plus the baseline `Length`
@@ -96,8 +99,10 @@ def row_record(row: dict[str, Any], idx: int, output_key: str = "output") -> Rec
 
 
 def score_records(evaluators: list[tuple[str, str]], records: list[Record], language: str,
-                  options: dict[str, dict[str, Any]], extra_config: dict[str, Any]) -> tuple[list[dict[str, float | None]], dict]:
-    """Per record: score key -> value (None when invalid). Returns (scores, signatures)."""
+                  options: dict[str, dict[str, Any]], extra_config: dict[str, Any],
+                  config_source: Path | None = None) -> tuple[list[dict[str, float | None]], dict]:
+    """Per record: score key -> value (None when invalid). Returns (scores, signatures).
+    `config_source`: the --config file, against which relative paths in `extra_config` resolve."""
     out: list[dict[str, float | None]] = [{} for _ in records]
     sigs: dict[str, Any] = {}
     by_family: dict[str, list[str]] = {}
@@ -113,7 +118,11 @@ def score_records(evaluators: list[tuple[str, str]], records: list[Record], lang
         if fam == "baseline":
             continue
         raw["category"][category][fam] = names
-    cfg = parse_config(raw, None)
+    cfg = parse_config(raw, config_source)
+    return _score_with(cfg, by_family, records, category, out, sigs)
+
+
+def _score_with(cfg, by_family, records, category, out, sigs):
     for fam, names in by_family.items():
         if fam == "baseline":
             continue
@@ -190,8 +199,11 @@ def _is_pairwise(rows: list[dict[str, Any]]) -> bool:
 
 
 def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", options: dict | None = None,
-                 docs: int | None = None, limit: int | None = None, extra_config: dict | None = None) -> dict[str, Any]:
+                 docs: int | None = None, limit: int | None = None, extra_config: dict | None = None,
+                 config_source: Path | None = None) -> dict[str, Any]:
     rows = read_jsonl(data)
+    if _is_pairwise(rows):
+        rows = [r for r in rows if r.get("label") != "tie"]
     if docs is not None:
         keep = list(dict.fromkeys(r.get("doc_id") for r in rows))[:docs]
         keep_set = set(keep)
@@ -202,24 +214,18 @@ def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", opt
     report: dict[str, Any] = {"data": str(data), "rows": len(rows), "evaluators": evaluators,
                               "options": options or {}}
     if _is_pairwise(rows):
-        recs_a = [row_record({**r, "output": r["response_a"]}, i) for i, r in enumerate(rows)]
-        recs_b = [row_record({**r, "output": r["response_b"]}, i) for i, r in enumerate(rows)]
-        sa, sigs = score_records(evs, recs_a, language, options or {}, extra_config or {})
-        sb, _ = score_records(evs, recs_b, language, options or {}, extra_config or {})
-        report["signatures"] = sigs
-        report["pairwise"] = {}
-        for key in sorted({k for d in sa for k in d}):
-            report["pairwise"][key] = pairwise_accuracy(rows, [d.get(key) for d in sa], [d.get(key) for d in sb])
-        return report
+        return _pairwise_report(report, rows, evs, language, options or {}, extra_config or {}, config_source)
     missing = [i for i, r in enumerate(rows) if "output" not in r or "human" not in r]
     if missing:
         raise InputError(f"{data}: row {missing[0] + 1}: expected fields output and human (or response_a, "
                          "response_b, label for a pairwise file)")
     records = [row_record(r, i) for i, r in enumerate(rows)]
-    scores, sigs = score_records(evs, records, language, options or {}, extra_config or {})
+    scores, sigs = score_records(evs, records, language, options or {}, extra_config or {}, config_source)
     dims = sorted({d for r in rows for d in r.get("human", {})})
     report["signatures"] = sigs
     report["dimensions"] = dims
+    report["row_ids"] = [r.id for r in records]
+    report["scores"] = {key: [d.get(key) for d in scores] for key in sorted({k for d in scores for k in d})}
     report["correlations"] = {}
     report["invalid"] = {}
     for key in sorted({k for d in scores for k in d}):
@@ -227,6 +233,72 @@ def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", opt
         report["invalid"][key] = sum(v is None for v in vals)
         report["correlations"][key] = {dim: correlations(rows, vals, dim) for dim in dims}
     return report
+
+
+def _pairwise_report(report, rows, evs, language, options, extra_config, config_source) -> dict[str, Any]:
+    recs_a = [row_record({**r, "output": r["response_a"]}, i) for i, r in enumerate(rows)]
+    recs_b = [row_record({**r, "output": r["response_b"]}, i) for i, r in enumerate(rows)]
+    battles = [e for e in evs if e == ("GPT", "battle")]
+    scored = [e for e in evs if e != ("GPT", "battle")]
+    report["signatures"], report["pairwise"] = {}, {}
+    if scored:
+        sa, sigs = score_records(scored, recs_a, language, options, extra_config, config_source)
+        sb, _ = score_records(scored, recs_b, language, options, extra_config, config_source)
+        report["signatures"].update(sigs)
+        for key in sorted({k for d in sa for k in d}):
+            report["pairwise"][key] = pairwise_accuracy(rows, [d.get(key) for d in sa], [d.get(key) for d in sb])
+    if battles:
+        family = get_family("GPT")
+        raw = {"language": language, "category": {}, **extra_config}
+        judge = family.battle_judge(parse_config(raw, config_source))
+        try:
+            result = judge.run({"response_a": recs_a, "response_b": recs_b})[0]
+        finally:
+            family.close()
+        report["signatures"]["GPT/battle"] = judge.signature()
+        report["pairwise"]["GPT/battle"] = battle_accuracy(rows, result)
+    return report
+
+
+def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
+    """Accuracy of a battle's verdicts against the human labels (rows in the order of the records;
+    label ties already dropped). A battle tie (equal scores, or the orders disagree) counts half;
+    an invalid item is left out and counted. Also per single order: how often the verdict of the
+    first order alone ("AB", response_a shown first) and of the second alone would be right."""
+    by_id = {it.id: it for it in result.items}
+    right = wrong = tied = invalid = 0
+    per_order = {"AB": [0, 0], "BA": [0, 0]}
+    subsets: dict[str, list[float]] = {}
+    items = []
+    for i, r in enumerate(rows):
+        it = by_id[str(r.get("id", i))]
+        label = "A" if r["label"] == "a" else "B"
+        for o in it.orders:
+            if o.verdict != "invalid":
+                per_order[o.order][0] += 1.0 if o.verdict == label else 0.5 if o.verdict == "tie" else 0.0
+                per_order[o.order][1] += 1
+        items.append({"id": it.id, "label": r["label"], "verdict": it.verdict,
+                      "orders": [[o.order, o.verdict, o.raw] for o in it.orders]})
+        if it.verdict == "invalid":
+            invalid += 1
+            continue
+        credit = 1.0 if it.verdict == label else 0.5 if it.verdict == "tie" else 0.0
+        right += it.verdict == label
+        wrong += it.verdict not in (label, "tie")
+        tied += it.verdict == "tie"
+        sub = subsets.setdefault(str(r.get("subset", "")), [0.0, 0])
+        sub[0] += credit
+        sub[1] += 1
+    n = right + wrong + tied
+    s = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in result.summary().items()}
+    return {"accuracy": (right + 0.5 * tied) / n if n else None, "n": n, "right": right, "wrong": wrong,
+            "predicted_ties": tied, "invalid": invalid,
+            "accuracy_decisive_only": right / (right + wrong) if right + wrong else None,
+            "single_order_accuracy": {k: (v[0] / v[1] if v[1] else None) for k, v in per_order.items()},
+            "order_flip_rate": s.get("flip_rate"), "inconsistency_rate": s.get("inconsistency_rate"),
+            "first_position_win_rate": s.get("first_position_win_rate"),
+            "note": "ties (equal scores or orders that disagree) count as half right; invalid items left out",
+            "by_subset": {k: v[0] / v[1] for k, v in subsets.items() if v[1]}, "items": items}
 
 
 def pairwise_accuracy(rows: list[dict[str, Any]], a: list[float | None], b: list[float | None]) -> dict[str, Any]:
@@ -258,10 +330,14 @@ def pairwise_accuracy(rows: list[dict[str, Any]], a: list[float | None], b: list
 def format_report(report: dict[str, Any]) -> str:
     lines = [f"{report['data']}: {report['rows']} rows"]
     if "pairwise" in report:
-        lines += ["", "| evaluator | accuracy | n | predicted ties |", "|---|---|---|---|"]
+        def num(v: Any) -> str:
+            return "-" if v is None else f"{v:.3f}"
+
+        lines += ["", "| evaluator | accuracy | n | predicted ties | invalid | order flips | first position wins |",
+                  "|---|---|---|---|---|---|---|"]
         for key, acc in report["pairwise"].items():
-            val = "-" if acc["accuracy"] is None else f"{acc['accuracy']:.3f}"
-            lines.append(f"| {key} | {val} | {acc['n']} | {acc['predicted_ties']} |")
+            lines.append(f"| {key} | {num(acc['accuracy'])} | {acc['n']} | {acc['predicted_ties']} | {acc['invalid']} | "
+                         f"{num(acc.get('order_flip_rate'))} | {num(acc.get('first_position_win_rate'))} |")
         return "\n".join(lines)
     dims = report["dimensions"]
     for level in ("summary", "system", "dataset"):
@@ -292,7 +368,8 @@ def main(argv: list[str]) -> int:
         raw = read_structured(Path(args.config))
         extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "unieval", "repeval", "sageval", "prompts")}
     report = run_metaeval(Path(args.data), args.evaluator, language=args.language, options=parse_sets(args.set),
-                          docs=args.docs, limit=args.limit, extra_config=extra)
+                          docs=args.docs, limit=args.limit, extra_config=extra,
+                          config_source=Path(args.config) if args.config else None)
     print(format_report(report))
     if args.output:
         atomic_write_json(Path(args.output), report)

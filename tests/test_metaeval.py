@@ -8,6 +8,11 @@ from scipy import stats
 
 from evaluate.metaeval import correlations, pairwise_accuracy, run_metaeval
 
+try:
+    from tests.fake_openai_server import Reply, fake_openai  # noqa: F401
+except ImportError:
+    from fake_openai_server import Reply, fake_openai  # noqa: F401
+
 
 def rows_for(doc_scores):
     rows = []
@@ -65,3 +70,43 @@ def test_rouge_reproduces_the_published_summeval_table(shared):
         got = [rep["correlations"][key][d]["summary"]["spearman"]
                for d in ("coherence", "consistency", "fluency", "relevance")]
         assert got == pytest.approx(expected, abs=0.005), key
+
+
+def test_battle_accuracy_against_labels_with_a_fake_judge(tmp_path, fake_openai, monkeypatch):
+    """GPT:battle on a pairwise file: label ties are dropped before any call; a judge that prefers
+    GOOD in either position is right both ways; a position-biased verdict becomes a tie (half
+    credit, counted as a flip); an unparseable reply is invalid and left out of the accuracy."""
+    rows = [
+        {"id": "p1", "instruction": "q1", "response_a": "GOOD one", "response_b": "BAD one", "label": "a"},
+        {"id": "p2", "instruction": "q2", "response_a": "BAD two", "response_b": "GOOD two", "label": "b"},
+        {"id": "p3", "instruction": "BIASED q3", "response_a": "GOOD three", "response_b": "BAD three", "label": "a"},
+        {"id": "p4", "instruction": "q4", "response_a": "GOOD four", "response_b": "BAD four", "label": "b"},
+        {"id": "p5", "instruction": "q5", "response_a": "x", "response_b": "y", "label": "tie"},
+        {"id": "p6", "instruction": "q6 XX", "response_a": "GOOD six", "response_b": "BAD six", "label": "a"},
+    ]
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def judge(rec):
+        text = rec.user_text
+        if "XX" in text:
+            return Reply(content="I cannot decide.")
+        if "BIASED" in text:
+            return Reply(content="9 2")
+        return Reply(content="9 2" if text.index("GOOD") < text.index("BAD") else "2 9")
+
+    fake_openai.reply_fn = judge
+    monkeypatch.setenv("META_KEY", "sk-meta")
+    extra = {"judge": {"backend": "openai", "model": "fake-judge", "base_url": fake_openai.url, "api_key_env": "META_KEY",
+                       "explain": False, "max_retries": 0, "cache": False}}
+    report = run_metaeval(data, ["GPT:battle", "Length"], extra_config=extra)
+    acc = report["pairwise"]["GPT/battle"]
+    assert report["rows"] == 5 and fake_openai.chat_calls == 10  # 5 non-tie rows x 2 orders
+    assert (acc["right"], acc["wrong"], acc["predicted_ties"], acc["invalid"]) == (2, 1, 1, 1)
+    assert acc["accuracy"] == pytest.approx((2 + 0.5) / 4)
+    assert acc["accuracy_decisive_only"] == pytest.approx(2 / 3)
+    assert acc["order_flip_rate"] == pytest.approx(1 / 4)
+    # single orders: the biased item is right in AB (first wins, label a) and wrong in BA
+    assert acc["single_order_accuracy"] == {"AB": pytest.approx(3 / 4), "BA": pytest.approx(2 / 4)}
+    assert [it["verdict"] for it in acc["items"]] == ["A", "B", "tie", "A", "invalid"]
+    assert report["pairwise"]["baseline/Length"]["n"] == 5

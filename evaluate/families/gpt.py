@@ -116,18 +116,24 @@ class GPTFamily(Family):
         sig = judge.signature()
         return FamilyOutput(items=items, signatures={n: {**sig, "metric": n} for n in names})
 
+    def battle_judge(self, cfg):
+        """The BattleJudge the config asks for (run-wide battles; meta-eval's pairwise accuracy)."""
+        from ..judges import BattleJudge
+
+        return BattleJudge(self.backend(cfg), self.battle_prompt(cfg), both_orders=cfg.judge.both_orders,
+                           with_reference=cfg.gpt_with_reference, language=cfg.language,
+                           max_tokens=cfg.judge.max_tokens, explain=cfg.judge.explain)
+
     def run_all(self, cfg, sets, categories, save: Path, log) -> dict[str, Any] | None:
         """Battles between every pair of models, per category and overall."""
         if not self.wants_battle(cfg, sets):
             return None
-        from ..judges import BattleJudge, rank
+        from ..judges import rank
 
         answers = {s.name: [r for r in s.records if "GPT" in categories.get(r.category, {})] for s in sets}
         if not any(answers.values()):
             return None
-        judge = BattleJudge(self.backend(cfg), self.battle_prompt(cfg), both_orders=cfg.judge.both_orders,
-                            with_reference=cfg.gpt_with_reference, language=cfg.language,
-                            max_tokens=cfg.judge.max_tokens, explain=cfg.judge.explain)
+        judge = self.battle_judge(cfg)
         log(f"battle: {len(answers)} models, {len(next(iter(answers.values())))} questions, "
             f"{'both orders' if cfg.judge.both_orders else 'one order'}")
         results = judge.run(answers)
