@@ -456,3 +456,18 @@ def test_topical_chat_rows_build(tmp_path):
     got = build_inputs("dialogue", "understandability", outs)
     assert [t for t, _ in got] == [
         "question: Is this an understandable response in the dialogue? </s> response: " + o for o in outs]
+
+
+def test_lm_layout_puts_the_shared_document_first_and_ends_on_the_question():
+    from unieval import build_inputs
+
+    units = build_inputs("summarization", "consistency", ["Cats purr. Dogs bark."], sources=["THE DOC"],
+                         lm_instruction="Answer Yes or No.")
+    assert [i for _, i in units] == [0, 0]
+    texts = [t for t, _ in units]
+    assert texts[0] == ("document: THE DOC\n\nclaim: Cats purr.\n\n"
+                        "question: Is this claim consistent with the document?\nAnswer Yes or No.")
+    assert texts[1].startswith("document: THE DOC\n\nclaim: Dogs bark.")
+    # the T5 layout is unchanged by default
+    t5 = build_inputs("summarization", "consistency", ["Cats purr."], sources=["THE DOC"])
+    assert t5[0][0] == "question: Is this claim consistent with the document? </s> claim: Cats purr. </s> document: THE DOC"

@@ -25,6 +25,17 @@ def render(spec: Dimension, values: dict[str, str]) -> str:
     return SEPARATOR.join(parts)
 
 
+def render_for_lm(spec: Dimension, values: dict[str, str], instruction: str) -> str:
+    """The same question for a causal LM: the context fields first (document, dialogue history,
+    fact, reference; in the release's order), then the scored text, then the question. Ending on
+    the question makes the next token the answer; putting the long, shared fields first lets a
+    backend that reuses a cached prompt prefix compute a document once for all its units."""
+    parts = [f"{label}: {values[field]}" for label, field in spec.parts if field != "output"]
+    parts += [f"{label}: {values[field]}" for label, field in spec.parts if field == "output"]
+    parts.append(f"question: {spec.question}\n{instruction}")
+    return "\n\n".join(parts)
+
+
 def check_inputs(
     spec: Dimension,
     outputs: Sequence[str],
@@ -76,8 +87,13 @@ def build_inputs(
     sources: Sequence[str] | None = None,
     references: Sequence[str] | None = None,
     contexts: Sequence[str] | None = None,
+    *,
+    lm_instruction: str | None = None,
 ) -> list[tuple[str, int]]:
     """[(question text, item index), ...] in item order, one entry per scored unit.
+
+    With `lm_instruction`, the texts are laid out for a causal LM (`render_for_lm`) instead of
+    the checkpoint's T5 layout.
 
     `sources` is the source document (summarization, fact) or the dialogue history (dialogue);
     `contexts` the fact a dialogue response should use. Raises InputError for an unknown
@@ -89,5 +105,7 @@ def build_inputs(
     for i, output in enumerate(outputs):
         values = {field: columns[field][i] for field in spec.needs}
         for unit in output_units(spec, output):
-            inputs.append((render(spec, {**values, "output": unit}), i))
+            filled = {**values, "output": unit}
+            text = render(spec, filled) if lm_instruction is None else render_for_lm(spec, filled, lm_instruction)
+            inputs.append((text, i))
     return inputs

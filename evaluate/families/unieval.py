@@ -39,11 +39,6 @@ def yes_probability(top: dict[str, float]) -> float | None:
     return yes / (yes + no) if yes + no > 0 else None
 
 
-def as_chat_question(text: str) -> str:
-    """UniEval's T5 input ("question: ... </s> summary: ... </s> document: ...") as plain text."""
-    return text.replace(" </s> ", "\n\n") + "\n\n" + JUDGE_INSTRUCTION
-
-
 class UniEvalFamily(Family):
     name = "UniEval"
 
@@ -129,8 +124,8 @@ class UniEvalFamily(Family):
         from .judging import make_backend
 
         backend = make_backend(cfg)
-        units = unieval.build_inputs(task, dim, **args)
-        requests = [JudgeRequest.chat(None, as_chat_question(text), max_tokens=1, top_logprobs=20)
+        units = unieval.build_inputs(task, dim, **args, lm_instruction=JUDGE_INSTRUCTION)
+        requests = [JudgeRequest.chat(None, text, max_tokens=1, top_logprobs=20)
                     for text, _ in units]
         comps = backend.complete_many(requests)
         per_unit: list[float | None] = []
