@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--tokens", default="-1,-2,-3")
     ap.add_argument("--test-docs", type=int, default=80, help="how many of docs 20-99 to test on")
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--methods", default="pca,mean,svm",
+                    help="direction estimators; pcaN = PCA with N components weighted by explained variance")
+    ap.add_argument("--val-docs", type=int, default=20, help="docs 0..N-1 choose layer/token")
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "repeval_bench")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
@@ -68,7 +71,8 @@ def main(argv: list[str] | None = None) -> dict:
     rows = read_jsonl(DATA / "summeval.jsonl")
     asset = read_jsonl(DATA / "asset.jsonl")
     docs = list(dict.fromkeys(r["doc_id"] for r in rows))
-    val_docs, test_docs = set(docs[:20]), set(docs[20:20 + args.test_docs])
+    nv = args.val_docs
+    val_docs, test_docs = set(docs[:nv]), set(docs[nv:nv + args.test_docs])
     val_rows = [r for r in rows if r["doc_id"] in val_docs]
     test_rows = [r for r in rows if r["doc_id"] in test_docs]
     results: dict = {"model": args.model, "layers": layers, "tokens": tokens, "test_docs": len(test_docs),
@@ -114,16 +118,20 @@ def main(argv: list[str] | None = None) -> dict:
                 if k > len(pairs):
                     print(f"  {source} K={k}: only {len(pairs)} pairs, skipped")
                     continue
-                for method in ("pca", "mean", "svm"):
+                for spec in args.methods.split(","):
+                    method = "pca" if spec.startswith("pca") else spec
+                    n_comp = int(spec[3:] or 1) if method == "pca" else 1
+                    if method == "pca" and n_comp >= k:
+                        continue
                     per_seed = []
                     for seed in range(args.seeds):
                         pick = np.random.default_rng(seed).choice(len(pairs), k, replace=False)
-                        cands = grid(layers, tokens, methods=(method,), n_components=(1,))
+                        cands = grid(layers, tokens, methods=(method,), n_components=(n_comp,))
                         table = sweep(good_all[pick], bad_all[pick], val, layers, tokens, cands,
                                       human=val_h, groups=val_g, seed=seed)
                         best = table[0]
                         ti, li = tokens.index(best.token), layers.index(best.layer)
-                        fit = fit_direction(good_all[pick, ti, li], bad_all[pick, ti, li], method, 1, seed)
+                        fit = fit_direction(good_all[pick, ti, li], bad_all[pick, ti, li], method, n_comp, seed)
                         proj = test[:, ti, li] @ fit.direction
                         per_seed.append({"seed": seed, "layer": best.layer, "token": best.token,
                                          "val": best.validation,
@@ -131,11 +139,11 @@ def main(argv: list[str] | None = None) -> dict:
                                          "test_dataset": spearman(proj, test_h)})
                     summ = [s["test_summary"] for s in per_seed]
                     dset = [s["test_dataset"] for s in per_seed]
-                    run = {"source": source, "k": k, "method": method,
+                    run = {"source": source, "k": k, "method": spec,
                            "test_summary_mean": float(np.mean(summ)), "test_summary_sd": float(np.std(summ)),
                            "test_dataset_mean": float(np.mean(dset)), "seeds": per_seed}
                     crit_res["runs"].append(run)
-                    print(f"  {source:9s} K={k:2d} {method:4s} summary {run['test_summary_mean']:+.3f} "
+                    print(f"  {source:9s} K={k:2d} {spec:4s} summary {run['test_summary_mean']:+.3f} "
                           f"(sd {run['test_summary_sd']:.3f}) dataset {run['test_dataset_mean']:+.3f} "
                           f"picks {[(s['layer'], s['token']) for s in per_seed]}", flush=True)
         results["criteria"][crit] = crit_res
