@@ -1,5 +1,6 @@
 """RepEval pairwise: direction from PandaLM pairs, layer/token/method chosen on other PandaLM
-pairs, accuracy on the 221 HHH-alignment pairs.
+pairs, accuracy on the 221 HHH-alignment pairs; and the reverse (--reverse): direction from HHH
+pairs, layer/token chosen on other HHH pairs, accuracy on the PandaLM pairs.
 
 Each pair is represented twice with the "pairwise" template: better answer as A ("AB") and as
 B ("BA"); the direction is fitted on AB - BA; a test pair picks A when proj(AB) > proj(BA), so
@@ -41,6 +42,10 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--max-tokens", type=int, default=768)
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "repeval_bench")
+    ap.add_argument("--reverse", action="store_true",
+                    help="also fit on HHH (pool = the HHH pairs outside a --val sized validation draw) "
+                         "and test on the --pool + --val PandaLM pairs")
+    ap.add_argument("--methods", default="pca,mean,svm", help="pcaN = PCA with N components")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     layers = [int(x) for x in args.layers.split(",")]
@@ -70,27 +75,43 @@ def main(argv: list[str] | None = None) -> dict:
     longer = float(np.mean([len(p.good) > len(p.bad) for p in hhh]))
     results = {"model": args.model, "hhh_pairs": len(hhh), "longer_answer": longer, "paper": PAPER, "runs": []}
     print(f"pick the longer answer: {longer:.3f} on {len(hhh)} HHH pairs")
-    for k in (5, 20):
-        for method in ("pca", "mean", "svm"):
-            per_seed = []
-            for seed in range(args.seeds):
-                pick = np.random.default_rng(seed).choice(len(pool), k, replace=False)
-                good, bad = pool_r[0::2][pick], pool_r[1::2][pick]
-                table = sweep(good, bad, val_r[0::2], layers, tokens, grid(layers, tokens, (method,)),
-                              val_bad=val_r[1::2], seed=seed)
-                best = table[0]
-                ti, li = tokens.index(best.token), layers.index(best.layer)
-                d = fit_direction(good[:, ti, li], bad[:, ti, li], method, 1, seed).direction
-                acc = float(np.mean(hhh_r[0::2, ti, li] @ d > hhh_r[1::2, ti, li] @ d))
-                per_seed.append({"seed": seed, "layer": best.layer, "token": best.token, "val": best.validation,
-                                 "hhh": acc})
-            accs = [s["hhh"] for s in per_seed]
-            run = {"k": k, "method": method, "hhh_mean": float(np.mean(accs)), "hhh_sd": float(np.std(accs)),
-                   "seeds": per_seed}
-            results["runs"].append(run)
-            print(f"K={k:2d} {method:4s} HHH {run['hhh_mean']:.3f} (sd {run['hhh_sd']:.3f}) val "
-                  f"{np.mean([s['val'] for s in per_seed]):.3f} picks {[(s['layer'], s['token']) for s in per_seed]}",
-                  flush=True)
+    setups = [("pandalm->hhh", pool_r, val_r, hhh_r)]
+    if args.reverse:
+        order = np.random.default_rng(0).permutation(len(hhh))
+        hv, hp = order[: args.val], order[args.val:]
+        pick2 = np.stack([2 * hp, 2 * hp + 1], axis=1).ravel()
+        vpick2 = np.stack([2 * hv, 2 * hv + 1], axis=1).ravel()
+        panda_r = np.concatenate([pool_r, val_r])
+        setups.append(("hhh->pandalm", hhh_r[pick2], hhh_r[vpick2], panda_r))
+        panda_longer = float(np.mean([len(p.good) > len(p.bad) for p in panda]))
+        results["pandalm_pairs"], results["pandalm_longer_answer"] = len(panda), panda_longer
+        print(f"pick the longer answer: {panda_longer:.3f} on {len(panda)} PandaLM pairs")
+    for name, train_r, vr, test_r in setups:
+        for k in (5, 20):
+            for spec in args.methods.split(","):
+                method = "pca" if spec.startswith("pca") else spec
+                n_comp = int(spec[3:] or 1) if method == "pca" else 1
+                if method == "pca" and n_comp >= k:
+                    continue
+                per_seed = []
+                for seed in range(args.seeds):
+                    pick = np.random.default_rng(seed).choice(len(train_r) // 2, k, replace=False)
+                    good, bad = train_r[0::2][pick], train_r[1::2][pick]
+                    table = sweep(good, bad, vr[0::2], layers, tokens, grid(layers, tokens, (method,), (n_comp,)),
+                                  val_bad=vr[1::2], seed=seed)
+                    best = table[0]
+                    ti, li = tokens.index(best.token), layers.index(best.layer)
+                    d = fit_direction(good[:, ti, li], bad[:, ti, li], method, n_comp, seed).direction
+                    acc = float(np.mean(test_r[0::2, ti, li] @ d > test_r[1::2, ti, li] @ d))
+                    per_seed.append({"seed": seed, "layer": best.layer, "token": best.token, "val": best.validation,
+                                     "test": acc})
+                accs = [s["test"] for s in per_seed]
+                run = {"setup": name, "k": k, "method": spec, "test_mean": float(np.mean(accs)),
+                       "test_sd": float(np.std(accs)), "seeds": per_seed}
+                results["runs"].append(run)
+                print(f"{name} K={k:2d} {spec:4s} test {run['test_mean']:.3f} (sd {run['test_sd']:.3f}) val "
+                      f"{np.mean([s['val'] for s in per_seed]):.3f} picks "
+                      f"{[(s['layer'], s['token']) for s in per_seed]}", flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1))

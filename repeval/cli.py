@@ -123,7 +123,7 @@ def add_subparser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPa
     fit.add_argument("--method", choices=["pca", "mean", "svm"], default="pca")
     fit.add_argument("--n-components", type=int, default=1)
     fit.add_argument("--seed", type=int, default=0)
-    fit.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    fit.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"])
     fit.add_argument("--output", type=Path, required=True, help="direction file to write (.json)")
     fit.set_defaults(func=cmd_fit)
 

@@ -49,11 +49,13 @@ class RepEval:
     token: position from the end of the prompt (-1 = last token).
     method: "pca" (paper), "mean" (mean difference) or "svm" (linear SVM baseline).
     n_components: PCA components combined (weights = explained-variance ratios).
+    dtype: "auto" (bfloat16 on CPUs with AMX, else float32: see `evaluate.models.resolve_dtype`),
+        "bfloat16", "float16" or "float32"; a saved direction records the one used.
     """
 
     def __init__(self, model: Any = "SmolLM2-135M-Instruct", criterion: str = "fluency", layer: int = -13,
                  token: int = -1, method: str = "pca", n_components: int = 1, template: str | None = None,
-                 seed: int = 0, dtype: str = "bfloat16", batch_size: int = 8, max_tokens: int | None = 2048):
+                 seed: int = 0, dtype: str = "auto", batch_size: int = 8, max_tokens: int | None = 2048):
         self.model = model
         self.criterion = criterion
         self.layer = layer
