@@ -35,7 +35,8 @@ $(JUDGE_STAMP): $(STAMP)
 demo: setup setup-judge
 	$(BIN)/python eval.py --config configs/example_en.yaml
 	$(BIN)/python eval.py --config configs/example_cn.yaml
-	@echo "results: results/example_en and results/example_cn (results/*.json, summary.csv, charts/, manifest.json)"
+	$(BIN)/python eval.py --config configs/example_sageval.yaml
+	@echo "results: results/example_en, results/example_cn, results/example_sageval (results/*.json, summary.csv, charts/, manifest.json; sageval/ holds the SAGE summary)"
 
 test: setup
 	$(BIN)/python -m pytest -q
