@@ -119,10 +119,6 @@ def score_records(evaluators: list[tuple[str, str]], records: list[Record], lang
             continue
         raw["category"][category][fam] = names
     cfg = parse_config(raw, config_source)
-    return _score_with(cfg, by_family, records, category, out, sigs)
-
-
-def _score_with(cfg, by_family, records, category, out, sigs):
     for fam, names in by_family.items():
         if fam == "baseline":
             continue
