@@ -263,17 +263,21 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
     first order alone ("AB", response_a shown first) and of the second alone would be right."""
     by_id = {it.id: it for it in result.items}
     right = wrong = tied = invalid = 0
+    w_right = w_n = 0.0
     per_order = {"AB": [0, 0], "BA": [0, 0]}
     subsets: dict[str, list[float]] = {}
     items = []
     for i, r in enumerate(rows):
         it = by_id[str(r.get("id", i))]
         label = "A" if r["label"] == "a" else "B"
+        if it.weighted_verdict is not None:
+            w_n += 1
+            w_right += 1.0 if it.weighted_verdict == label else 0.5 if it.weighted_verdict == "tie" else 0.0
         for o in it.orders:
             if o.verdict != "invalid":
                 per_order[o.order][0] += 1.0 if o.verdict == label else 0.5 if o.verdict == "tie" else 0.0
                 per_order[o.order][1] += 1
-        items.append({"id": it.id, "label": r["label"], "verdict": it.verdict,
+        items.append({"id": it.id, "label": r["label"], "verdict": it.verdict, "weighted_margin": it.weighted_margin,
                       "orders": [[o.order, o.verdict, o.raw] for o in it.orders]})
         if it.verdict == "invalid":
             invalid += 1
@@ -293,6 +297,9 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
             "single_order_accuracy": {k: (v[0] / v[1] if v[1] else None) for k, v in per_order.items()},
             "order_flip_rate": s.get("flip_rate"), "inconsistency_rate": s.get("inconsistency_rate"),
             "first_position_win_rate": s.get("first_position_win_rate"),
+            "weighted_accuracy": w_right / w_n if w_n else None, "weighted_n": int(w_n),
+            "weighted_note": "probability-weighted scores averaged over both orders (see judges/battle.py); "
+                             "items whose orders lack log-probs are left out",
             "note": "ties (equal scores or orders that disagree) count as half right; invalid items left out",
             "by_subset": {k: v[0] / v[1] for k, v in subsets.items() if v[1]}, "items": items}
 
@@ -329,11 +336,12 @@ def format_report(report: dict[str, Any]) -> str:
         def num(v: Any) -> str:
             return "-" if v is None else f"{v:.3f}"
 
-        lines += ["", "| evaluator | accuracy | n | predicted ties | invalid | order flips | first position wins |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += ["", "| evaluator | accuracy | n | predicted ties | invalid | order flips | first position wins "
+                  "| weighted accuracy (n) |", "|---|---|---|---|---|---|---|---|"]
         for key, acc in report["pairwise"].items():
+            w = f"{num(acc['weighted_accuracy'])} ({acc['weighted_n']})" if acc.get("weighted_n") else "-"
             lines.append(f"| {key} | {num(acc['accuracy'])} | {acc['n']} | {acc['predicted_ties']} | {acc['invalid']} | "
-                         f"{num(acc.get('order_flip_rate'))} | {num(acc.get('first_position_win_rate'))} |")
+                         f"{num(acc.get('order_flip_rate'))} | {num(acc.get('first_position_win_rate'))} | {w} |")
         return "\n".join(lines)
     dims = report["dimensions"]
     for level in ("summary", "system", "dataset"):

@@ -193,3 +193,20 @@ def test_fill_leaves_unknown_placeholders() -> None:
 
 def test_placeholders_ignores_escaped() -> None:
     assert placeholders("{question} {{answer}} {steps}") == {"question", "steps"}
+
+
+def test_weighted_pair_reads_the_two_number_positions():
+    import math
+
+    from evaluate.judges.parsing import weighted_pair
+
+    tops = [{"8": math.log(0.6), "7": math.log(0.4)}, {" ": 0.0}, {" 6": math.log(0.5), "9": math.log(0.5)},
+            {"\n": 0.0}, {"7": 0.0}]
+    assert weighted_pair(tops) == (pytest.approx(7.6), pytest.approx(7.5))
+    # a leading blank line is skipped; a two-digit first number counts once
+    tops = [{"\n": 0.0}, {"1": math.log(0.9), "2": math.log(0.1)}, {"0": 0.0}, {" ": 0.0}, {"4": 0.0}]
+    assert weighted_pair(tops) == (pytest.approx(1.1), pytest.approx(4.0))
+    # one number only, or numbers only after the first line, or too little mass on digits: None
+    assert weighted_pair([{"8": 0.0}, {"\n": 0.0}, {"7": 0.0}]) is None
+    assert weighted_pair([{"8": 0.0}, {" ": 0.0}, {"x": 0.0, "7": math.log(0.1)}]) is None
+    assert weighted_pair([]) is None

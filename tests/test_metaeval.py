@@ -1,6 +1,7 @@
 """Meta-evaluation: correlation levels on hand-made data, pairwise accuracy, the published ROUGE table."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -87,13 +88,25 @@ def test_battle_accuracy_against_labels_with_a_fake_judge(tmp_path, fake_openai,
     data = tmp_path / "pairs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
+    def scored(first: dict, second: dict) -> Reply:
+        """A "x y" reply with top log-probs at the two number positions (probabilities given)."""
+        best = lambda d: max(d, key=d.get)  # noqa: E731
+        return Reply(content=f"{best(first)} {best(second)}",
+                     top_logprobs=[{k: math.log(v) for k, v in first.items()}, {" ": 0.0},
+                                   {k: math.log(v) for k, v in second.items()}])
+
     def judge(rec):
         text = rec.user_text
         if "XX" in text:
             return Reply(content="I cannot decide.")
         if "BIASED" in text:
-            return Reply(content="9 2")
-        return Reply(content="9 2" if text.index("GOOD") < text.index("BAD") else "2 9")
+            # the first position always wins "9 2"; the weighted scores still lean to A:
+            # AB (A first): A 8.5, B 2.0; BA (B first): B 8.5, A 2.5 -> mean margin +0.25
+            a_first = text.index("GOOD") < text.index("BAD")
+            return scored({"9": 0.5, "8": 0.5}, {"2": 1.0} if a_first else {"2": 0.5, "3": 0.5})
+        if text.index("GOOD") < text.index("BAD"):
+            return scored({"9": 1.0}, {"2": 1.0})
+        return scored({"2": 1.0}, {"9": 1.0})
 
     fake_openai.reply_fn = judge
     monkeypatch.setenv("META_KEY", "sk-meta")
@@ -110,3 +123,7 @@ def test_battle_accuracy_against_labels_with_a_fake_judge(tmp_path, fake_openai,
     assert acc["single_order_accuracy"] == {"AB": pytest.approx(3 / 4), "BA": pytest.approx(2 / 4)}
     assert [it["verdict"] for it in acc["items"]] == ["A", "B", "tie", "A", "invalid"]
     assert report["pairwise"]["baseline/Length"]["n"] == 5
+    # probability-weighted: the biased item is decided by the magnitudes (right), p4 stays wrong
+    assert acc["weighted_n"] == 4 and acc["weighted_accuracy"] == pytest.approx(3 / 4)
+    assert [it["weighted_margin"] for it in acc["items"]][:4] == [pytest.approx(7), pytest.approx(-7),
+                                                                 pytest.approx(0.25), pytest.approx(7)]

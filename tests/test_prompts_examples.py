@@ -204,11 +204,7 @@ def test_battle_prompt_shape(battle_prompts, lang):
     rendered = b["prompt_template"].format(
         question="Q", answer_1="A1", answer_2="A2", prompt=b["prompt"]
     )
-    # instructions first, so that every battle request shares them as a prompt prefix (a local
-    # judge computes them once); then question and answers; a one-line reminder of the score line last
-    assert rendered.index(b["prompt"]) < rendered.index("Q") < rendered.index("A1") < rendered.index("A2")
-    assert rendered.rstrip().splitlines()[-1] in ("First line: Assistant 1's score, a space, Assistant 2's score.",
-                                                  "第一行：先写1号助手的分数，空格，再写2号助手的分数。")
+    assert rendered.index("A1") < rendered.index("A2") < rendered.index(b["prompt"])
     assert "\nR\n" in b["reference_template"].format(reference="R")
     # no concrete score pair as an example: the local 1.5B judge copied "7 4" verbatim into every
     # reply (both orders), which made every verdict follow the position

@@ -46,10 +46,11 @@ from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
 from ..errors import InputError
 from ..records import Record
 from .dispatch import complete_all
-from .parsing import parse_pair
+from .parsing import parse_pair, weighted_pair
 from .prompts import BattlePrompt, fill
 
 SCALE = (1, 10)
+TOP_LOGPROBS = 20
 REFERENCE_BLOCK = {
     "en": "[Reference answer, correct, for comparison]\n{reference}\n[End of reference answer]",
     "cn": "【参考答案（正确答案，供比较）】\n{reference}\n【参考答案结束】",
@@ -77,12 +78,14 @@ class OrderJudgment:
     verdict: str
     scores: tuple[float, float] | None = None
     raw: str = ""
+    weighted: tuple[float, float] | None = None  # probability-weighted (A, B), when log-probs came back
     reason: str = ""
     request: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"order": self.order, "verdict": self.verdict,
                 "scores": list(self.scores) if self.scores else None,
+                "weighted_scores": [round(v, 4) for v in self.weighted] if self.weighted else None,
                 "raw": self.raw, "reason": self.reason, "request": self.request}
 
 
@@ -95,8 +98,23 @@ class BattleItem:
     flipped: bool = False
     category: str = ""
 
+    @property
+    def weighted_margin(self) -> float | None:
+        """Mean over the orders of weighted(A) - weighted(B); None unless every order has
+        probability-weighted scores (a margin from one order would keep its position bias)."""
+        if not self.orders or any(o.weighted is None or o.verdict == "invalid" for o in self.orders):
+            return None
+        return sum(o.weighted[0] - o.weighted[1] for o in self.orders) / len(self.orders)
+
+    @property
+    def weighted_verdict(self) -> str | None:
+        m = self.weighted_margin
+        return None if m is None else "A" if m > 0 else "B" if m < 0 else "tie"
+
     def to_dict(self) -> dict[str, Any]:
+        m = self.weighted_margin
         return {"id": self.id, "category": self.category, "verdict": self.verdict,
+                "weighted_verdict": self.weighted_verdict, "weighted_margin": None if m is None else round(m, 4),
                 "inconsistent": self.inconsistent, "flipped": self.flipped,
                 "orders": [o.to_dict() for o in self.orders]}
 
@@ -149,6 +167,15 @@ class BattleResult:
         one_bad = sum(1 for it in self.items if len(it.orders) == 2
                       and sum(o.verdict == "invalid" for o in it.orders) == 1)
         lo, hi = self.win_rate_ci
+        wv = [it.weighted_verdict for it in self.items if it.weighted_verdict is not None]
+        weighted = None
+        if wv:
+            w_wins, w_losses, w_ties = wv.count("A"), wv.count("B"), wv.count("tie")
+            w_lo, w_hi = wilson_interval(w_wins + w_ties / 2, len(wv))
+            weighted = {"items": len(wv), "wins": w_wins, "ties": w_ties, "losses": w_losses,
+                        "win_rate": (w_wins + w_ties / 2) / len(wv), "win_rate_ci95": [w_lo, w_hi],
+                        "note": "verdict from the mean over both orders of the probability-weighted score "
+                                "difference (A - B); items without log-probs in every order are left out"}
         return {
             "model_a": self.model_a, "model_b": self.model_b, "items": len(self.items),
             "wins": self.wins, "ties": self.ties, "losses": self.losses, "invalid": self.invalid,
@@ -160,6 +187,7 @@ class BattleResult:
             "inconsistency_rate": inconsistent / len(both_valid) if both_valid else math.nan,
             "one_order_invalid": one_bad,
             "first_position_win_rate": first_wins / len(decisive) if decisive else math.nan,
+            "weighted": weighted,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -215,7 +243,10 @@ def _judge_order(order: str, comp: Completion, request: JudgeRequest) -> OrderJu
                              request=request.key())
     first, second = parsed.values
     a, b = (first, second) if order == "AB" else (second, first)
-    return OrderJudgment(order=order, verdict=_verdict(a, b), scores=(a, b), raw=comp.text, request=request.key())
+    w = weighted_pair(comp.top_logprobs, low=SCALE[0], high=SCALE[1]) if comp.top_logprobs else None
+    weighted = None if w is None else (w if order == "AB" else (w[1], w[0]))
+    return OrderJudgment(order=order, verdict=_verdict(a, b), scores=(a, b), raw=comp.text, request=request.key(),
+                         weighted=weighted)
 
 
 def _combine(item_id: str, category: str, orders: list[OrderJudgment]) -> BattleItem:
@@ -274,8 +305,11 @@ class BattleJudge:
                     raise InputError(f'battle "{a}" vs "{b}": record id {ra.id} has different targets')
 
     def _request(self, question: str, first: str, second: str) -> JudgeRequest:
+        # top log-probabilities when the backend has them: the probability-weighted scores
+        # (`weighted_scores`) are read from the positions where the reply writes its two numbers
+        top = TOP_LOGPROBS if self.backend.supports_logprobs else 0
         return JudgeRequest.chat(self.prompt.system_prompt or None, self.prompt.render(question, first, second),
-                                 max_tokens=self.max_tokens, temperature=0.0)
+                                 max_tokens=self.max_tokens, temperature=0.0, top_logprobs=top)
 
     def run(self, answers: Mapping[str, Sequence[Record]], pairs: Sequence[tuple[str, str]] | None = None,
             progress: ProgressFn | None = None) -> list[BattleResult]:

@@ -37,7 +37,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 GENERIC_LABELS = ("score", "rating", "final score", "overall score", "分数", "评分", "得分", "最终得分")
 
@@ -173,6 +173,41 @@ def parse_pair(text: str, *, low: float = 1, high: float = 10) -> ParsedPair:
         if not low <= v <= high:
             return ParsedPair(reason=f"score {v:g} is outside {low:g}-{high:g}")
     return ParsedPair(values=(a, b))
+
+
+def weighted_pair(top_logprobs: Sequence[Mapping[str, float]], *, low: int = 1, high: int = 10,
+                  min_mass: float = 0.5) -> tuple[float, float] | None:
+    """Probability-weighted battle scores: G-Eval's expected score at the two positions where the
+    greedy reply starts its two numbers on the first line.
+
+    `top_logprobs` holds one {token: logprob} per generated position (temperature 0, so the most
+    likely token is the one written). The positions are found by walking those most likely tokens:
+    the first two tokens that start a run of digits, before the first line break that follows a
+    number. At each, the expectation over the score tokens in low..high (`score_from_top_logprobs`;
+    with one-digit tokenizers "10" is seen as its first digit, "1"). None when the reply has no two
+    numbers there or either position has less than `min_mass` probability on score tokens."""
+    starts: list[int] = []
+    prev_digit = False
+    for i, top in enumerate(top_logprobs):
+        if not top:
+            return None
+        tok = unicodedata.normalize("NFKC", max(top, key=top.get))
+        if "\n" in tok and starts and not tok.strip():
+            break
+        if re.match(r"\s*\d", tok) and not prev_digit:
+            starts.append(i)
+            if len(starts) == 2:
+                break
+        prev_digit = bool(re.search(r"\d$", tok))
+    if len(starts) < 2:
+        return None
+    values = []
+    for i in starts:
+        s = score_from_top_logprobs(top_logprobs[i], low=low, high=high, min_mass=min_mass)
+        if s.value is None:
+            return None
+        values.append(s.value)
+    return values[0], values[1]
 
 
 def score_from_top_logprobs(top: Mapping[str, float], *, low: int = 1, high: int = 5,
