@@ -146,8 +146,11 @@ class GPTFamily(Family):
             atomic_write_json(path, _clean(data))
             written.append(str(path))
             s = data["summary"]
+            w = s.get("weighted")
             log(f"battle {res.model_a} vs {res.model_b}: {s['wins']} wins / {s['ties']} ties / {s['losses']} losses"
-                f" / {s['invalid']} invalid; win rate of {res.model_a} {_fmt(s['win_rate'])}")
+                f" / {s['invalid']} invalid; win rate of {res.model_a} {_fmt(s['win_rate'])}"
+                + (f"; probability-weighted: {w['wins']} / {w['ties']} / {w['losses']}, win rate {_fmt(w['win_rate'])}"
+                   if w else ""))
         out: dict[str, Any] = {"battles": written}
         if len(sets) > 2:
             try:
