@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> dict:
         tpl = template_for(crit)
         items = val_rows + test_rows
         reps = extract_cached(rep, [render(tpl, hyp=r["output"], src=r["source"]) for r in items], layers, tokens,
-                              args.cache / f"{tag}-{crit}-summeval-{len(test_docs)}.npz")
+                              args.cache / f"{tag}-{crit}-summeval-{len(test_docs)}{'' if nv == 20 else f'-v{nv}'}.npz")
         val, test = reps[: len(val_rows)], reps[len(val_rows):]
         val_h = [r["human"][crit] for r in val_rows]
         test_h = [r["human"][crit] for r in test_rows]
@@ -98,9 +98,9 @@ def main(argv: list[str] | None = None) -> dict:
         synth_all = synth_all[:40]
         pools = {
             "asset": (asset_all, extract_cached(rep, prompts_for(tpl, asset_all), layers, tokens,
-                                                args.cache / f"{tag}-{crit}-asset.npz")),
+                                                args.cache / f"{tag}-{crit}-asset{'' if nv == 20 else f'-v{nv}'}.npz")),
             "synthetic": (synth_all, extract_cached(rep, prompts_for(tpl, synth_all), layers, tokens,
-                                                    args.cache / f"{tag}-{crit}-synthetic.npz")),
+                                                    args.cache / f"{tag}-{crit}-synthetic{'' if nv == 20 else f'-v{nv}'}.npz")),
         }
         # in-domain: best vs worst output per validation doc, reps taken from the validation set
         idx_pairs = []
