@@ -457,3 +457,138 @@ def test_end_to_end_with_smollm2(smollm2):
     assert isinstance(item.raw["evaluator"], str) and item.raw["evaluator"]
     json.dumps(result.summary())
     assert result.signature["weighted_scores"] == {"evaluator": True, "sage": True}
+
+
+# ---------------------------------------------------------------- Chinese ("cn")
+
+import re  # noqa: E402  (kept with the tests that use it)
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+CN_TEXT = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")  # CJK, CJK and full-width punctuation
+
+
+def _key_paths(node, prefix=""):
+    """Every dotted key path of a JSON object (lists are leaves), to compare two language sections."""
+    if not isinstance(node, dict):
+        return {prefix}
+    out = set()
+    for k, v in node.items():
+        out |= _key_paths(v, f"{prefix}.{k}" if prefix else k)
+    return out
+
+
+def _placeholders(text: str) -> set[str]:
+    from sageval.prompts import PLACEHOLDERS, _PLACEHOLDER
+    known = set().union(*(allowed for allowed, _ in PLACEHOLDERS.values()))
+    return {m.group(1) for m in _PLACEHOLDER.finditer(text)} & known
+
+
+def test_cn_prompts_match_en_key_for_key_and_placeholder_for_placeholder():
+    raw = json.loads((REPO / "sageval" / "prompts.json").read_text(encoding="utf-8"))
+    assert _key_paths(raw["cn"]) == _key_paths(raw["en"])
+    en, cn = load_prompts(language="en"), load_prompts(language="cn")
+    assert cn.language == "cn" and set(cn.templates) == set(en.templates)
+    for name, text in en.templates.items():
+        assert _placeholders(cn.t(name)) == _placeholders(text), name
+        # Human-readable text is Chinese: Chinese words, or at least Chinese punctuation where a
+        # template is only a frame (e.g. "- {id}：{score}（{reason}）"); "step_entry" has neither.
+        if name != "step_entry" and CN_TEXT.search(text := cn.t(name)) is None:
+            pytest.fail(f"cn.{name} has no Chinese text: {text!r}")
+    assert len(cn.exemplars) == len(en.exemplars) >= 1
+    aspects = load_aspects(language="cn")
+    for ex_en, ex_cn in zip(en.exemplars, cn.exemplars):
+        assert set(ex_cn) == set(ex_en) and CJK.search(ex_cn["output"])
+        assert list(ex_cn["reply"]) == list(ex_en["reply"])
+        for aid, entry in ex_cn["reply"].items():
+            assert set(entry) == set(ex_en["reply"][aid]), aid  # same JSON field names ("score"/"label", "reason")
+            assert CJK.search(entry["reason"]), aid
+        # The cn exemplar is itself a reply the parser accepts for the cn aspects.
+        parsed = parse_evaluator_reply(json.dumps(ex_cn["reply"], ensure_ascii=False), list(aspects.values()))
+        assert parsed.ok, parsed.problems
+
+
+def test_cn_aspects_match_en_and_accept_chinese_names():
+    en, cn = load_aspects(language="en"), load_aspects(language="cn")
+    assert list(cn) == list(en)
+    for aid, a in en.items():
+        c = cn[aid]
+        assert (c.kind, c.labels, len(c.steps)) == (a.kind, a.labels, len(a.steps)), aid
+        assert CJK.search(c.name) and CJK.search(c.definition) and all(CJK.search(s) for s in c.steps), aid
+        # A config written with the English spellings keeps working in cn.
+        for spelling in (a.name, *a.aliases):
+            assert validate_aspects([spelling], f"cn {aid}", cn) == [], spelling
+            assert resolve_aspects([spelling], cn)[0].id == aid, spelling
+    assert validate_aspects(["准确性", "语义多样性", "清晰度", "语气", "公平性"], "cfg", cn) == []
+    assert [a.id for a in resolve_aspects(["准确性", "情感/语气", "coherence"], cn)] == \
+        ["accuracy", "sentiment_tone", "cohesion"]
+    problems = validate_aspects(["准确度", "准确性"], "cfg", cn)  # an alias and the name: one aspect twice
+    assert len(problems) == 1 and "listed twice" in problems[0]
+    with pytest.raises(InputError, match="no aspects for language 'jp'"):
+        load_aspects(language="jp")
+
+
+def test_cn_through_the_fake_openai_server():
+    fake_server = pytest.importorskip("tests.fake_openai_server", reason="tests/fake_openai_server.py is absent")
+    openai_compat = pytest.importorskip("evaluate.backends.openai_compat")
+
+    def reply_fn(rec):
+        body = rec.body
+        msgs = body["messages"]
+        if body.get("max_tokens", body.get("max_completion_tokens")) == 1:
+            if "评估者的分数" in msgs[-1]["content"]:  # SAGE's one-token request
+                return fake_server.Reply(content="2", top_logprobs=[{"2": math.log(0.9), "3": math.log(0.1)}])
+            return fake_server.Reply(content="4", top_logprobs=[{"4": math.log(0.7), "2": math.log(0.3)}])
+        if msgs[0]["content"].startswith("你是 SAGE"):
+            return json.dumps({"aspects": {
+                "accuracy": {"score": 2, "reason": "第 2 题的答案是错的。", "definition": None},
+                "fairness": {"score": 4, "reason": "选项略有偏向。", "definition": "选项正反平衡。"},
+                "sentiment_tone": {"label": "neutral", "reason": "语气平实。"}},
+                "new_aspects": [{"name": "选项平衡", "definition": "正反选项数量相当。"},
+                                {"name": "公正性", "definition": "只是换个说法。"}]}, ensure_ascii=False)
+        if len(msgs) == 2:  # first evaluator reply: fenced, fairness lacks its reason
+            return "```json\n{\"accuracy\": {\"score\": 4, \"reason\": \"基本正确\"}, \"fairness\": {\"score\": 5}, " \
+                   "\"sentiment_tone\": {\"label\": \"positive\", \"reason\": \"语气热情\"}}\n```"
+        return json.dumps({"accuracy": {"score": 4, "reason": "基本正确"}, "fairness": {"score": 5, "reason": "没有偏见"},
+                           "sentiment_tone": {"label": "positive", "reason": "语气热情"}}, ensure_ascii=False)
+
+    r = Record(id="z", category="quiz", instruction="写一份关于长城的两道题测验。",
+               output="1. 长城位于哪个国家？（A）中国（B）日本 2. 长城全长约多少公里？答案：500 公里")
+    with fake_server.FakeOpenAIServer(reply_fn) as server:
+        backend = openai_compat.OpenAICompatBackend("fake-judge", base_url=server.url, api_key="k", max_retries=0)
+        result = run_sage(backend, [r], ["准确性", "公平性", "语气"], language="cn")
+        reqs = server.chat_requests()
+        backend.close()
+
+    # What the server was sent is the Chinese prompt, with the Chinese aspect names and the item verbatim.
+    first = next(q for q in reqs if len(q.body["messages"]) == 2 and q.body.get("max_tokens") != 1
+                 and not q.body["messages"][0]["content"].startswith("你是 SAGE"))
+    system, user = first.body["messages"][0]["content"], first.user_text
+    assert CJK.search(system) and "You are" not in system
+    assert "accuracy（准确性）" in user and "fairness（公平性）" in user and "sentiment_tone（情感/语气）" in user
+    assert "待评估的文本" in user and "顾客满意度调查" in user and r.output in user
+    assert "Evaluate" not in user and "Reply with" not in user
+    retry = next(q for q in reqs if len(q.body["messages"]) == 4)
+    assert retry.user_text.startswith("你的回复无法使用：")
+    assert '"fairness": "reason" must be a non-empty string' in retry.user_text
+    sage = next(q for q in reqs if q.body["messages"][0]["content"].startswith("你是 SAGE"))
+    assert "最多 3 个" in sage.body["messages"][0]["content"]
+    assert "- accuracy：3.40（基本正确）" in sage.user_text and "- sentiment_tone：positive（语气热情）" in sage.user_text
+    one_token = [q for q in reqs if q.body.get("max_tokens") == 1]
+    assert len(one_token) == 4 and all(CJK.search(q.user_text) and "维度：" in q.user_text for q in one_token)
+    assert sum("评估者的分数" in q.user_text for q in one_token) == 2
+
+    # The scores are rectified exactly as in en.
+    item = result.items[0]
+    assert item.scores.invalid == {}
+    assert item.scores.scores["accuracy@evaluator"] == pytest.approx(4 * 0.7 + 2 * 0.3)
+    assert item.scores.scores["accuracy"] == pytest.approx(2 * 0.9 + 3 * 0.1)
+    assert item.evaluator["fairness"].stated == 5 and item.sage["fairness"].stated == 4
+    assert item.sage["accuracy"].reason == "第 2 题的答案是错的。"
+    stats = result.aspect_stats()
+    assert (stats["accuracy"]["lowered"], stats["fairness"]["lowered"]) == (1, 1)
+    assert item.scores.details["sageval"]["labels"]["sentiment_tone"] == {"evaluator": "positive", "final": "neutral"}
+    assert item.scores.details["sageval"]["suggested_definitions"] == {"fairness": "选项正反平衡。"}
+    assert [c["key"] for c in result.new_aspect_counts()] == ["选项平衡"]  # "公正性" renames fairness
+    summary = result.summary()
+    assert summary["echoes_of_given_aspects"] == 1 and summary["signature"]["language"] == "cn"
+    assert json.loads(json.dumps(summary, ensure_ascii=False)) == summary

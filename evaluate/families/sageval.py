@@ -26,11 +26,18 @@ class SAGEvalFamily(Family):
         self._summaries: dict[str, dict[str, Any]] = {}
 
     def validate(self, cfg, category, names, where, *, used):
+        from evaluate.errors import InputError
         from sageval import validate_aspects
+        from sageval.aspects import load_aspects
 
         problems = [f"sageval: unknown option \"{k}\" (known: {', '.join(OPTIONS)})"
                     for k in cfg.sageval if k not in OPTIONS]
-        return problems + validate_aspects(names, where)
+        aspects_file = cfg.sageval.get("aspects_file")
+        try:  # the aspects of the run's language, so a cn config may name 公平性 as well as fairness
+            known = load_aspects(str(cfg.resolve(aspects_file)) if aspects_file else None, language=cfg.language)
+        except InputError as exc:
+            return problems + [str(exc)]
+        return problems + validate_aspects(names, where, known=known)
 
     def plan(self, cfg, category, names, n_items):
         # two JSON replies per item (evaluator, SAGE), plus one scoring call per aspect and agent
