@@ -196,7 +196,7 @@ def _is_pairwise(rows: list[dict[str, Any]]) -> bool:
 
 def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", options: dict | None = None,
                  docs: int | None = None, limit: int | None = None, extra_config: dict | None = None,
-                 config_source: Path | None = None) -> dict[str, Any]:
+                 config_source: Path | None = None, sample: int | None = None, seed: int = 0) -> dict[str, Any]:
     rows = read_jsonl(data)
     if _is_pairwise(rows):
         rows = [r for r in rows if r.get("label") != "tie"]
@@ -206,9 +206,14 @@ def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", opt
         rows = [r for r in rows if r.get("doc_id") in keep_set]
     if limit is not None:
         rows = rows[:limit]
+    if sample is not None and sample < len(rows):
+        # a seeded random subset, kept in file order (files are often sorted by subset or system)
+        keep_idx = sorted(np.random.default_rng(seed).choice(len(rows), sample, replace=False).tolist())
+        rows = [rows[i] for i in keep_idx]
     evs = [parse_evaluator(e) for e in evaluators]
     report: dict[str, Any] = {"data": str(data), "rows": len(rows), "evaluators": evaluators,
-                              "options": options or {}}
+                              "options": options or {}, "selection": {"docs": docs, "limit": limit, "sample": sample,
+                                                                      "seed": seed if sample else None}}
     if _is_pairwise(rows):
         return _pairwise_report(report, rows, evs, language, options or {}, extra_config or {}, config_source)
     missing = [i for i, r in enumerate(rows) if "output" not in r or "human" not in r]
@@ -237,6 +242,7 @@ def _pairwise_report(report, rows, evs, language, options, extra_config, config_
     battles = [e for e in evs if e == ("GPT", "battle")]
     scored = [e for e in evs if e != ("GPT", "battle")]
     report["signatures"], report["pairwise"] = {}, {}
+    report["row_ids"] = [r.id for r in recs_a]
     if scored:
         sa, sigs = score_records(scored, recs_a, language, options, extra_config, config_source)
         sb, _ = score_records(scored, recs_b, language, options, extra_config, config_source)
@@ -364,6 +370,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--config", help="a run config whose judge / path_for_UniEval / repeval settings to use")
     p.add_argument("--docs", type=int, help="only the first N documents (by doc_id order of appearance)")
     p.add_argument("--limit", type=int, help="only the first N rows")
+    p.add_argument("--sample", type=int, help="a random N of the rows (after --docs/--limit), seeded by --seed")
+    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     extra: dict[str, Any] = {}
     if args.config:
@@ -373,7 +381,8 @@ def main(argv: list[str]) -> int:
         extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "unieval", "repeval", "sageval", "prompts")}
     report = run_metaeval(Path(args.data), args.evaluator, language=args.language, options=parse_sets(args.set),
                           docs=args.docs, limit=args.limit, extra_config=extra,
-                          config_source=Path(args.config) if args.config else None)
+                          config_source=Path(args.config) if args.config else None,
+                          sample=args.sample, seed=args.seed)
     print(format_report(report))
     if args.output:
         atomic_write_json(Path(args.output), report)

@@ -127,3 +127,19 @@ def test_battle_accuracy_against_labels_with_a_fake_judge(tmp_path, fake_openai,
     assert acc["weighted_n"] == 4 and acc["weighted_accuracy"] == pytest.approx(3 / 4)
     assert [it["weighted_margin"] for it in acc["items"]][:4] == [pytest.approx(7), pytest.approx(-7),
                                                                  pytest.approx(0.25), pytest.approx(7)]
+
+
+def test_sample_is_seeded_and_keeps_file_order(tmp_path):
+    rows = [{"id": f"r{i}", "response_a": "a" * (i + 1), "response_b": "b", "label": "a" if i % 2 else "b"}
+            for i in range(20)]
+    data = tmp_path / "p.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    one = run_metaeval(data, ["Length"], sample=6, seed=3)
+    two = run_metaeval(data, ["Length"], sample=6, seed=3)
+    other = run_metaeval(data, ["Length"], sample=6, seed=4)
+    assert one["rows"] == 6 and one["pairwise"] == two["pairwise"]
+    assert one["selection"] == {"docs": None, "limit": None, "sample": 6, "seed": 3}
+    ids = one["row_ids"]
+    assert ids == two["row_ids"] and len(set(ids)) == 6
+    assert ids == sorted(ids, key=lambda s: int(s[1:]))  # file order kept
+    assert set(other["row_ids"]) != set(ids)
