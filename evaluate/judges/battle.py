@@ -27,6 +27,13 @@ as (A, B) and as (B, A); each order gives a verdict: A wins, B wins, or tie (equ
   decided by the order that remains — keeping it would bring back the position bias that
   judging both orders is there to cancel. ``one_order_invalid`` counts these.
 
+Probability-weighted verdicts: when the backend returns log-probabilities, each order also gets
+the expected score (over the digit tokens) at the two positions where the reply writes its
+numbers (``parsing.weighted_pair``), and each item a weighted verdict: the sign of the mean over
+its orders of weighted(A) - weighted(B), so position bias cancels in magnitude rather than turning
+the item into a tie. They are reported beside the parsed verdicts (``summary()["weighted"]``),
+which stay the headline counts.
+
 Per pair: wins / ties / losses (from A's side) / invalid; **win rate = (wins + ties / 2) / decided
 items** (ties count half); a 95% **Wilson score interval** on that rate (treating a tie as half a
 success; a tie has less variance than a coin flip, so the interval is slightly conservative);
@@ -283,6 +290,8 @@ class BattleJudge:
                 "scale": list(SCALE), "max_tokens": self.max_tokens, "explain": self.explain,
                 "with_reference": self.with_reference, "language": self.language,
                 "verdict_rule": "disagreeing orders -> tie (inconsistent); an invalid order -> invalid item",
+                "weighted_verdict_rule": "sign of the mean over orders of the expected-score difference A - B "
+                                         "(top log-probs at the two number positions); needs every order valid",
                 "win_rate": "ties count half; 95% Wilson interval"}
 
     def _question(self, ra: Record, rb: Record) -> str:
