@@ -32,21 +32,26 @@ CONVERTED_DTYPE = "bfloat16"  # storage dtype of converted GGUFs; fp32 loads upc
 _DTYPES = ("bfloat16", "float16", "float32")
 
 
+def cpu_flags() -> set[str]:
+    """The CPU feature flags the kernel reports (Linux /proc/cpuinfo); empty where unreadable."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("flags"):
+                    return set(line.partition(":")[2].split())
+    except OSError:
+        pass
+    return set()
+
+
 def resolve_dtype(dtype: str) -> str:
-    """"auto" -> the faster compute dtype on this CPU: bfloat16 where the CPU has AMX tiles, else
-    float32. Measured on a 2-core avx512_bf16 Xeon without AMX (BENCHMARKS.md): a Qwen-1.5B
-    judgment took 11.4 s in float32 against 17.1 s in bfloat16 (a bare GEMM: 191 vs 113 GFLOPS),
-    because torch's bf16 GEMM there converts rather than computes natively. Any other value is
-    returned unchanged."""
+    """"auto" -> the faster compute dtype on this CPU: bfloat16 where the CPU has AMX (flag
+    amx_bf16), else float32. Measured on a 2-core avx512_bf16 Xeon without AMX (BENCHMARKS.md): a
+    Qwen-1.5B judgment took 11.4 s in float32 against 17.1 s in bfloat16 (a bare GEMM: 191 vs 113
+    GFLOPS). Any other value is returned unchanged."""
     if dtype != "auto":
         return dtype
-    try:
-        import torch
-
-        amx = bool(torch._C._cpu._is_amx_tile_supported())
-    except Exception:  # private API: absent or renamed in another torch -> assume no AMX
-        amx = False
-    return "bfloat16" if amx else "float32"
+    return "bfloat16" if "amx_bf16" in cpu_flags() else "float32"
 
 
 # --------------------------------------------------------------------------- packaged models

@@ -317,6 +317,17 @@ def test_complete_many_keeps_order_and_never_raises(backend):
 
 def test_signature_identifies_the_weights(backend):
     sig = backend.signature()
-    assert sig["backend"] == "local" and sig["model"] == SMOL and sig["dtype"] == "bfloat16"
+    # dtype "auto" is resolved before the signature is made (it is part of the cache key)
+    assert sig["backend"] == "local" and sig["model"] == SMOL and sig["dtype"] == models.resolve_dtype("auto")
+    assert sig["dtype"] in ("bfloat16", "float32")
     assert sig["weights_sha256"] == models.PACKAGED[SMOL.lower()].sha256
     assert backend.supports_logprobs
+
+
+def test_resolve_dtype_auto_follows_amx(monkeypatch):
+    assert models.resolve_dtype("float32") == "float32" and models.resolve_dtype("bfloat16") == "bfloat16"
+    monkeypatch.setattr(models, "cpu_flags", lambda: {"avx512f", "avx512_bf16", "amx_tile", "amx_bf16"})
+    assert models.resolve_dtype("auto") == "bfloat16"
+    monkeypatch.setattr(models, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
+    assert models.resolve_dtype("auto") == "float32"
+    assert "avx512f" in models.cpu_flags() or not models.cpu_flags()  # this machine: real flags, or none
