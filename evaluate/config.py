@@ -41,7 +41,7 @@ TOP_LEVEL_KEYS = (
 )
 JUDGE_KEYS = (
     "backend", "model", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
-    "temperature", "cache", "mode", "both_orders", "price", "dtype", "max_tokens", "explain",
+    "temperature", "cache", "mode", "both_orders", "price", "dtype", "max_tokens", "explain", "lookahead",
 )
 LANGUAGES = ("en", "cn")
 SECRET_KEYS = ("api_key", "key", "openai_key", "openai_api_key")
@@ -70,6 +70,7 @@ class JudgeConfig:
     dtype: str = "auto"  # local judge: "auto" (bfloat16 with AMX, else float32), "bfloat16", "float32"
     max_tokens: int = 512
     explain: bool = True  # battle: let the judge explain after the two scores (False: scores line only)
+    lookahead: int = 10  # local judge: most tokens drafted per step by prompt-lookup decoding (0: off)
 
 
 @dataclass
@@ -312,6 +313,7 @@ def _parse_judge(judge: dict, out: JudgeConfig, chk: _Checker) -> None:
         "dtype": (str, '"auto", "bfloat16" or "float32"'),
         "max_tokens": (int, "a positive integer"),
         "explain": (bool, "true or false"),
+        "lookahead": (int, "a non-negative integer"),
     }
     for key, value in judge.items():
         if key not in spec or value is None:
@@ -329,6 +331,8 @@ def _parse_judge(judge: dict, out: JudgeConfig, chk: _Checker) -> None:
         chk.problems.append(f"judge.concurrency: expected a positive integer, got {out.concurrency}")
     if out.max_retries < 0:
         chk.problems.append(f"judge.max_retries: expected a non-negative integer, got {out.max_retries}")
+    if out.lookahead < 0:
+        chk.problems.append(f"judge.lookahead: expected a non-negative integer, got {out.lookahead}")
     if out.dtype not in ("auto", "bfloat16", "float32"):
         chk.problems.append(f'judge.dtype: expected "auto", "bfloat16" or "float32", got "{out.dtype}"')
     if any(str(k).lower() in SECRET_KEYS for k in judge):

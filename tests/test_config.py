@@ -35,7 +35,8 @@ def test_yaml_and_json_give_the_same_config(tmp_path):
 def test_shape_errors_name_key_paths_and_are_all_reported():
     raw = {"language": "fr", "category": {"chat": {"Metrics": "Distinct", "GTP": ["relevance"]},
                                           "qa": {"Metrics": ["BLEU", 3, "BLEU"]}},
-           "judge": {"backend": "openia", "concurrency": "8", "api_key": "sk-secret"}, "save_pth": "x"}
+           "judge": {"backend": "openia", "concurrency": "8", "api_key": "sk-secret", "lookahead": -1},
+           "save_pth": "x"}
     with pytest.raises(ConfigError) as err:
         parse_config(raw, None)
     msg = str(err.value)
@@ -46,6 +47,7 @@ def test_shape_errors_name_key_paths_and_are_all_reported():
     assert 'category.qa.Metrics[2]: "BLEU" is listed twice' in msg
     assert 'judge.backend: expected "local" or "openai", got "openia"; did you mean "openai"?' in msg
     assert "judge.concurrency: expected a positive integer" in msg
+    assert "judge.lookahead: expected a non-negative integer, got -1" in msg
     assert "keys are never read from config files" in msg
     assert "sk-secret" not in msg
     assert 'unknown key "save_pth"; did you mean "save_path"?' in msg

@@ -252,7 +252,7 @@ def test_top_logprobs_are_real_logprobs(backend):
 
 
 def test_max_tokens_1_is_one_forward_pass(fresh):
-    b = fresh(prefix_reuse=False)
+    b = fresh(prefix_reuse=False, lookahead=0)
     calls = []
     hook = b._lm.base_model.register_forward_hook(lambda *a: calls.append(1))
     try:
@@ -288,6 +288,49 @@ def test_prefix_reuse_gives_the_same_numbers(fresh, dtype, tol):
     same(plain.complete(gen), reuse.complete(gen))
     short = JudgeRequest.chat(RUBRIC, "Question: What is the capital of France?", max_tokens=1, top_logprobs=5)
     same(plain.complete(short), reuse.complete(short))
+
+
+COPYING = [  # replies that copy from their prompt: prompt-lookup drafts get confirmed
+    'Copy this JSON exactly: {"aspect": "relevancy", "score": 4, "reason": "The form covers every required field."}',
+    "Repeat the following sentence three times: The quick brown fox jumps over the lazy dog.",
+    "Write a haiku about rain.",  # little to copy: drafts mostly fail, the output must not change
+]
+
+
+def test_prompt_lookup_decoding_gives_the_greedy_reply(fresh):
+    plain, fast = fresh(prefix_reuse=False, lookahead=0), fresh(prefix_reuse=False, lookahead=8)
+    for prompt in COPYING:
+        for max_tokens in (60, 7):  # 7: the budget must hold even when a draft would run past it
+            req = JudgeRequest.chat(None, prompt, max_tokens=max_tokens, top_logprobs=5)
+            a, b = plain.complete(req), fast.complete(req)
+            assert a.text == b.text and a.completion_tokens == b.completion_tokens
+            assert a.finish_reason == b.finish_reason and b.completion_tokens <= max_tokens
+            assert len(a.top_logprobs) == len(b.top_logprobs)
+            for pa, pb in zip(a.top_logprobs, b.top_logprobs):
+                assert max(pa, key=pa.get) == max(pb, key=pb.get)
+                for t in set(pa) & set(pb):
+                    assert abs(pa[t] - pb[t]) < 2e-3, (t, pa[t], pb[t])
+    assert plain.drafted_tokens == 0
+    assert fast.accepted_tokens > 20  # the copies were drafted and confirmed ...
+    assert fast.forward_passes < plain.forward_passes - 20  # ... which saved forward passes
+    # stop strings cut a drafted run exactly where plain decoding cuts it
+    req = JudgeRequest.chat(None, COPYING[1], max_tokens=60, stop=("lazy",))
+    assert fast.complete(req).text == plain.complete(req).text
+
+
+def test_prompt_lookup_draft_rules():
+    from evaluate.backends.local import LocalBackend
+
+    b = LocalBackend(SMOL, lookahead=4, lookup_ngram=3)  # _draft needs no weights
+    prompt = [1, 2, 3, 4, 5, 6, 7]
+    assert b._draft(prompt, [9, 2, 3], room=10) == [4, 5, 6, 7]  # last 2 tokens seen at 1..2
+    assert b._draft(prompt, [9, 2, 3], room=3) == [4, 5]  # room - 1: the verifying pass adds one more
+    assert b._draft(prompt, [2, 3, 4, 5, 2, 3, 4], room=10) == [5, 2, 3, 4]  # the latest occurrence wins
+    assert b._draft(prompt, [8, 9], room=10) == []  # never seen: no draft
+    assert b._draft(prompt, [9, 7], room=10) == []  # a single shared token is not enough
+    assert LocalBackend(SMOL, lookahead=0)._draft(prompt, [2, 3], room=10) == []
+    with pytest.raises(InputError, match="lookahead"):
+        LocalBackend(SMOL, lookahead=-1)
 
 
 def test_stop_strings_are_honoured(backend):

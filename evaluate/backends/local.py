@@ -9,6 +9,14 @@ the shape the OpenAI API returns them. A small explicit decoding loop does all t
 
 A request with ``max_tokens=1`` costs exactly one forward pass (over the part of the prompt not
 already in a cached prefix).
+
+Greedy requests also use *prompt-lookup decoding*: judge replies copy a lot from their prompt
+(aspect names, JSON keys, the first agent's reasons quoted back by the second), so after each
+token the loop looks for the last few generated tokens earlier in the prompt or reply and, when
+found, feeds the tokens that followed there as a draft in the same forward pass. The drafted
+tokens that the model's own greedy choice confirms are kept, the rest are cut from the KV cache.
+On a CPU a decoding step costs about the time to read the weights once, whether it runs one
+token or ten, so every confirmed token is a step saved; the output is the greedy output.
 """
 
 from __future__ import annotations
@@ -46,7 +54,9 @@ class LocalBackend(Backend):
     fp32 either way); `max_new_tokens` caps every request's
     `max_tokens`; `prefix_reuse` keeps the KV caches of the last `prefix_slots` prompts and starts
     a new prompt from the longest token prefix it shares with one of them (at least
-    `min_reuse_tokens`); `threads` sets torch's intra-op threads (None: leave as is).
+    `min_reuse_tokens`); `threads` sets torch's intra-op threads (None: leave as is);
+    `lookahead` is the most tokens a greedy request drafts from an earlier occurrence of its last
+    `lookup_ngram` (or fewer, down to 2) tokens (0: plain one-token steps).
     """
 
     kind = "local"
@@ -62,6 +72,8 @@ class LocalBackend(Backend):
         min_reuse_tokens: int = 8,
         threads: int | None = None,
         expected_sha256: str | None = None,
+        lookahead: int = 10,
+        lookup_ngram: int = 3,
     ):
         super().__init__(model)
         self.dtype = resolve_dtype(dtype)  # resolved now: the judge signature (cache key) names the real one
@@ -71,6 +83,10 @@ class LocalBackend(Backend):
         self.min_reuse_tokens = min_reuse_tokens
         self.threads = threads
         self.expected_sha256 = expected_sha256
+        if lookahead < 0 or lookup_ngram < 2:
+            raise InputError(f"LocalBackend: lookahead must be >= 0 and lookup_ngram >= 2, got {lookahead}, {lookup_ngram}")
+        self.lookahead = lookahead
+        self.lookup_ngram = lookup_ngram
         self._lock = threading.RLock()
         self._slots: list[_Slot] = []
         self._lm: Any = None
@@ -79,6 +95,8 @@ class LocalBackend(Backend):
         self._head: tuple[Any, Any] | None = None  # fp32 (weight, bias) of the output projection
         self.forward_passes = 0  # counts calls of the transformer body; tests and benchmarks read it
         self.reused_tokens = 0  # prompt tokens taken from a cached prefix instead of recomputed
+        self.drafted_tokens = 0  # prompt-lookup tokens fed as drafts, and how many the model confirmed
+        self.accepted_tokens = 0
 
     @property
     def supports_logprobs(self) -> bool:
@@ -133,15 +151,20 @@ class LocalBackend(Backend):
         text = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
         return list(tok(text, add_special_tokens=False)["input_ids"])
 
-    def _forward(self, ids: Sequence[int], cache: Any) -> Any:
-        """Run `ids` through the body on top of `cache` (extended in place); fp32 logits of the last position."""
+    def _forward(self, ids: Sequence[int], cache: Any, rows: int = 1) -> Any:
+        """Run `ids` through the body on top of `cache` (extended in place); fp32 logits of the last
+        position, or with rows > 1 a (rows, vocab) tensor for the last `rows` positions."""
         import torch
 
         self.forward_passes += 1
         out = self._lm.base_model(input_ids=torch.tensor([list(ids)]), past_key_values=cache, use_cache=True)
-        hidden = out.last_hidden_state[0, -1].float()
         weight, bias = self._head  # type: ignore[misc]
-        logits = weight @ hidden
+        if rows > 1:
+            hidden = out.last_hidden_state[0, -rows:].float()
+            logits = hidden @ weight.T
+        else:
+            hidden = out.last_hidden_state[0, -1].float()
+            logits = weight @ hidden
         if bias is not None:
             logits = logits + bias
         cap = getattr(self._lm.config, "final_logit_softcapping", None)
@@ -214,6 +237,22 @@ class LocalBackend(Backend):
             ids.add(self._tok.eos_token_id)
         return ids
 
+    def _draft(self, prompt: list[int], out: list[int], room: int) -> list[int]:
+        """Prompt-lookup draft: the tokens that followed the latest earlier occurrence of the reply's
+        last n tokens (n = lookup_ngram down to 2) in prompt + reply; at most `lookahead` and `room - 1`
+        (the token chosen from the verifying pass's last row also counts against the budget)."""
+        k = min(self.lookahead, room - 1)
+        if k <= 0:
+            return []
+        ctx = prompt + out
+        for n in range(min(self.lookup_ngram, len(ctx) - 1), 1, -1):
+            tail = ctx[-n:]
+            first = tail[0]
+            for i in range(len(ctx) - n - 1, -1, -1):
+                if ctx[i] == first and ctx[i:i + n] == tail:
+                    return ctx[i + n:i + n + k]
+        return []
+
     def _complete(self, request: JudgeRequest) -> Completion:
         import torch
 
@@ -231,32 +270,50 @@ class LocalBackend(Backend):
             gen.manual_seed(request.seed if request.seed is not None else torch.seed())
         eos = self._eos_ids()
 
+        out_ids: list[int] = []
+        positions: list[dict[str, float]] = []
+        state = {"text": "", "finish": "length", "eos": False}
+
+        def emit(logits: Any) -> tuple[int, bool]:
+            """Choose the next token from `logits`; (token, whether the reply is finished)."""
+            if request.top_logprobs > 0:
+                positions.append(self._top_logprobs(torch.log_softmax(logits, -1), request.top_logprobs))
+            if request.temperature > 0:
+                probs = torch.softmax(logits / request.temperature, -1)
+                nxt = int(torch.multinomial(probs, 1, generator=gen))
+            else:
+                nxt = int(torch.argmax(logits))
+            if nxt in eos:
+                state["finish"], state["eos"] = "stop", True
+                return nxt, True
+            out_ids.append(nxt)
+            text = self._tok.decode(out_ids, skip_special_tokens=True)
+            cut = min((text.find(s) for s in request.stop if s and s in text), default=-1)
+            if cut >= 0:
+                state["text"], state["finish"] = text[:cut], "stop"
+                return nxt, True
+            state["text"] = text
+            return nxt, len(out_ids) >= budget
+
         with torch.inference_mode():
             logits, cache = self._prefill(ids)
-            out_ids: list[int] = []
-            positions: list[dict[str, float]] = []
-            text, finish, hit_eos = "", "length", False
-            while True:
-                if request.top_logprobs > 0:
-                    positions.append(self._top_logprobs(torch.log_softmax(logits, -1), request.top_logprobs))
-                if request.temperature > 0:
-                    probs = torch.softmax(logits / request.temperature, -1)
-                    nxt = int(torch.multinomial(probs, 1, generator=gen))
-                else:
-                    nxt = int(torch.argmax(logits))
-                if nxt in eos:
-                    finish, hit_eos = "stop", True
-                    break
-                out_ids.append(nxt)
-                text = self._tok.decode(out_ids, skip_special_tokens=True)
-                cut = min((text.find(s) for s in request.stop if s and s in text), default=-1)
-                if cut >= 0:
-                    text, finish = text[:cut], "stop"
-                    break
-                if len(out_ids) >= budget:
-                    break
-                logits = self._forward([nxt], cache)
+            nxt, done = emit(logits)
+            while not done:
+                draft = self._draft(ids, out_ids, budget - len(out_ids)) if gen is None else []
+                step = [nxt, *draft]
+                rows = self._forward(step, cache, rows=len(step))
+                rows = rows.unsqueeze(0) if rows.dim() == 1 else rows
+                self.drafted_tokens += len(draft)
+                for i in range(len(step)):
+                    nxt, done = emit(rows[i])
+                    if done:
+                        break  # the cache may hold drafted tokens past the end: _remember crops to the prompt
+                    if i < len(draft) and nxt != draft[i]:
+                        cache.crop(-(len(draft) - i))  # inputs after position i were guesses that failed
+                        break
+                    self.accepted_tokens += i < len(draft)
             self._remember(ids, cache)
+        text, finish, hit_eos = state["text"], state["finish"], state["eos"]
         return Completion(
             text=text,
             top_logprobs=positions if request.top_logprobs > 0 else [],

@@ -30,7 +30,7 @@ def make_backend(cfg: "RunConfig") -> Backend:
     """The (cached) judge for this config; one instance per distinct judge within a process."""
     j = cfg.judge
     cpath = cache_path(cfg)
-    key = (j.backend, j.model, j.base_url, j.dtype, str(cpath))
+    key = (j.backend, j.model, j.base_url, j.dtype, j.lookahead, str(cpath))
     if key in _SHARED:
         return _SHARED[key]
     if j.backend == "openai":
@@ -42,7 +42,7 @@ def make_backend(cfg: "RunConfig") -> Backend:
     else:
         from ..backends.local import LocalBackend
 
-        inner = LocalBackend(j.model, dtype=j.dtype, max_new_tokens=j.max_tokens)
+        inner = LocalBackend(j.model, dtype=j.dtype, max_new_tokens=j.max_tokens, lookahead=j.lookahead)
     backend = inner
     if cpath is not None:
         from ..backends.cache import CachedBackend
