@@ -52,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="give the target answer to the judge as a reference")
     p.add_argument("--only", nargs="+", metavar="FAMILY", help=f"run only these families ({', '.join(FAMILIES)})")
     p.add_argument("--skip", nargs="+", metavar="FAMILY", help="skip these families")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="only the first N records of each category (same ids for every model): a quick run")
     p.add_argument("--dry-run", action="store_true", help="validate everything and print the plan; score nothing")
     p.add_argument("--fail-under", action="append", default=[], metavar="[CATEGORY:]METRIC=VALUE",
                    help="exit 1 when an aggregate is below VALUE (repeatable), e.g. BLEU-4=0.2 or "
@@ -100,6 +102,10 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
             cfg.judge.backend = "openai"
     if args.gpt_with_reference:
         cfg.gpt_with_reference = True
+    if args.limit is not None:
+        if args.limit < 1:
+            raise InputError(f"--limit: expected a positive integer, got {args.limit}")
+        cfg.limit = args.limit
     return cfg
 
 

@@ -37,7 +37,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 TOP_LEVEL_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
-    "judge", "gpt_with_reference", "metric_options", "unieval", "repeval", "sageval", "battle",
+    "judge", "gpt_with_reference", "metric_options", "unieval", "repeval", "sageval", "battle", "limit",
 )
 JUDGE_KEYS = (
     "backend", "model", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
@@ -92,6 +92,7 @@ class RunConfig:
     repeval: dict[str, Any] = field(default_factory=dict)
     sageval: dict[str, Any] = field(default_factory=dict)
     battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
+    limit: int | None = None  # only the first N records of each category (a quick run); None: all
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -118,6 +119,7 @@ class RunConfig:
             "unieval": self.unieval,
             "repeval": self.repeval,
             "sageval": self.sageval,
+            "limit": self.limit,
             "battle": self.battle,
         }
 
@@ -284,6 +286,12 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
     value = raw.get("battle")
     if value is not None and chk.expect(value, bool, "battle", "true or false"):
         cfg.battle = value
+    value = raw.get("limit")
+    if value is not None and chk.expect(value, int, "limit", "a positive integer (records per category)"):
+        if isinstance(value, bool) or value < 1:
+            chk.problems.append(f"limit: expected a positive integer (records per category), got {value!r}")
+        else:
+            cfg.limit = value
 
     for key, attr in (("metric_options", "metric_options"), ("unieval", "unieval"), ("repeval", "repeval"),
                       ("sageval", "sageval")):

@@ -118,6 +118,20 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str]) -> tu
     return plan, fam_objs
 
 
+def limit_records(sets: list[AnswerSet], n: int) -> None:
+    """Keep the first `n` records of each category, in the first file's order; every other model
+    keeps the same ids (answer files hold the same ids, which loading has checked)."""
+    keep: set[str] = set()
+    counts: dict[str, int] = {}
+    for r in sets[0].records:
+        if counts.get(r.category, 0) < n:
+            counts[r.category] = counts.get(r.category, 0) + 1
+            keep.add(r.id)
+    for s in sets:
+        s.records = [r for r in s.records if r.id in keep]
+        s.empty_output_ids = [i for i in s.empty_output_ids if i in keep]
+
+
 def _versions() -> dict[str, str]:
     from importlib import metadata
 
@@ -137,6 +151,8 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    if cfg.limit:
+        limit_records(sets, cfg.limit)
     plan, fam_objs = build_plan(cfg, sets, families)
     if dry_run:
         return {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}

@@ -139,3 +139,21 @@ def test_corpus_aggregate_only_where_the_metric_defines_one(tmp_path):
     agg = res["aggregates"]["by_category"]["closed_qa"]
     assert "corpus" in agg["Metrics/BLEU-4"] and agg["Metrics/BLEU-4"]["corpus"] != agg["Metrics/BLEU-4"]["mean"]
     assert "corpus" not in agg["Metrics/ROUGE-1"]
+
+
+def test_limit_keeps_the_first_records_of_each_category_for_every_model(tmp_path, capsys):
+    cfg = write_config(tmp_path, FAST, limit=2)
+    assert main(["--config", str(cfg), "--limit", "1"]) == 0  # the flag overrides the file
+    out = tmp_path / "out"
+    first = {}
+    for r in json.loads((EN / "answers_model_a.json").read_text()):
+        first.setdefault(r["category"], str(r["id"]))
+    for model in ("model_a", "model_b"):
+        res = json.loads((out / "results" / f"{model}.json").read_text())
+        assert sorted(i["id"] for i in res["items"]) == sorted(first.values())  # same ids for both models
+        assert res["aggregates"]["by_category"]["closed_qa"]["Metrics/BLEU-1"]["n"] == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["limit"] == 1 and manifest["models"][0]["records"] == len(first)
+    bad = write_config(tmp_path, FAST, limit=0)
+    assert main(["--config", str(bad)]) == 2
+    assert "limit: expected a positive integer" in capsys.readouterr().err
