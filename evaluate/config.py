@@ -70,7 +70,7 @@ class JudgeConfig:
     dtype: str = "auto"  # local judge: "auto" (bfloat16 with AMX, else float32), "bfloat16", "float32"
     max_tokens: int = 512
     explain: bool = True  # battle: let the judge explain after the two scores (False: scores line only)
-    lookahead: int = 10  # local judge: most tokens drafted per step by prompt-lookup decoding (0: off)
+    lookahead: int = 3  # local judge: most tokens drafted per step by prompt-lookup decoding (0: off)
 
 
 @dataclass

@@ -72,7 +72,7 @@ class LocalBackend(Backend):
         min_reuse_tokens: int = 8,
         threads: int | None = None,
         expected_sha256: str | None = None,
-        lookahead: int = 10,
+        lookahead: int = 3,
         lookup_ngram: int = 3,
     ):
         super().__init__(model)
