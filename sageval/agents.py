@@ -68,6 +68,9 @@ def _counter(progress: Progress | None, stage: str, total: int) -> Callable[[Com
     return tick
 
 
+CUT_ECHO_CHARS = 300  # how much of a reply cut at max_tokens a retry shows back to the judge
+
+
 def ask_json(backend: Backend, requests: Sequence[JudgeRequest], parse: Callable[[str], ParsedReply],
              prompts: Prompts, agent: str, max_retries: int, progress: Progress | None = None) -> list[Exchange]:
     """Send every request; re-ask (at most `max_retries` times) those whose reply fails `parse`.
@@ -97,7 +100,14 @@ def ask_json(backend: Backend, requests: Sequence[JudgeRequest], parse: Callable
             if ex.best is None or len(parsed.judgements) >= len(ex.best.judgements):
                 ex.best, ex.best_index = parsed, len(ex.attempts) - 1
             if not parsed.ok and round_ < max_retries:
-                current[i] = retry_request(prompts, agent, current[i], comp.text, parsed.error_message())
+                reply, error = comp.text, parsed.error_message()
+                if comp.finish_reason == "length":
+                    # Cut at the token limit, usually by a reason that ran on (small judges loop).
+                    # Echoing the whole run-on reply invites the same loop again: show its start only.
+                    reply = reply[:CUT_ECHO_CHARS] + (" ..." if len(reply) > CUT_ECHO_CHARS else "")
+                    error = (f"the reply was cut off at the {current[i].max_tokens}-token limit before the JSON "
+                             f"object was complete; keep every reason to one short sentence. ({error})")
+                current[i] = retry_request(prompts, agent, current[i], reply, error)
                 still.append(i)
         pending = still
     return exchanges

@@ -592,3 +592,24 @@ def test_cn_through_the_fake_openai_server():
     summary = result.summary()
     assert summary["echoes_of_given_aspects"] == 1 and summary["signature"]["language"] == "cn"
     assert json.loads(json.dumps(summary, ensure_ascii=False)) == summary
+
+
+def test_a_reply_cut_at_the_token_limit_is_retried_without_echoing_its_run_on():
+    run_on = '{"accuracy": {"score": 3, "reason": "' + "The form is not well-estimated. " * 60
+    answers = {"evaluator": 0}
+
+    def respond(req):
+        if role_of(req) == "evaluator":
+            answers["evaluator"] += 1
+            if answers["evaluator"] == 1:
+                return Completion(text=run_on, finish_reason="length", completion_tokens=req.max_tokens)
+            return ev_reply({"accuracy": 3, "relevancy": 3, "fairness": 5})
+        return sage_reply({"accuracy": 3, "relevancy": 3, "fairness": 5})
+
+    backend = Scripted(respond)
+    result = run_sage(backend, [rec("a")], THREE, max_tokens=320)
+    retry = [r for r in backend.requests if role_of(r) == "evaluator"][1]
+    assert retry.messages[2][1] == run_on[:300] + " ..."  # the start of the cut reply, not all of it
+    assert "cut off at the 320-token limit" in retry.messages[3][1]
+    assert "one short sentence" in retry.messages[3][1]
+    assert result.items[0].evaluator["accuracy"].value == 3
