@@ -23,7 +23,7 @@ from evaluate.backends.base import Backend, Completion, JudgeRequest
 
 from .aspects import SCORE_MAX, SCORE_MIN
 from .parsing import REPLY, ParsedReply
-from .prompts import Prompts, retry_request
+from .prompts import Prompts, fill, retry_request
 
 
 @dataclass
@@ -105,8 +105,9 @@ def ask_json(backend: Backend, requests: Sequence[JudgeRequest], parse: Callable
                     # Cut at the token limit, usually by a reason that ran on (small judges loop).
                     # Echoing the whole run-on reply invites the same loop again: show its start only.
                     reply = reply[:CUT_ECHO_CHARS] + (" ..." if len(reply) > CUT_ECHO_CHARS else "")
-                    error = (f"the reply was cut off at the {current[i].max_tokens}-token limit before the JSON "
-                             f"object was complete; keep every reason to one short sentence. ({error})")
+                    cut = prompts.templates.get(f"{agent}.cut")  # optional in a user's prompts file
+                    if cut:
+                        error = fill(cut, {"max_tokens": current[i].max_tokens, "error": error})
                 current[i] = retry_request(prompts, agent, current[i], reply, error)
                 still.append(i)
         pending = still
