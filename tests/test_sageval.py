@@ -389,9 +389,20 @@ def test_records_must_be_records():
 
 # ---------------------------------------------------------------- through a real HTTP server
 
-def test_through_the_fake_openai_server():
+def _through_fake_server(reply_fn, records, aspects, **kw):
+    """run_sage on the real OpenAI client against the fake server; (result, the requests it saw)."""
     fake_server = pytest.importorskip("tests.fake_openai_server", reason="tests/fake_openai_server.py is absent")
     openai_compat = pytest.importorskip("evaluate.backends.openai_compat")
+    with fake_server.FakeOpenAIServer(reply_fn) as server:
+        backend = openai_compat.OpenAICompatBackend("fake-judge", base_url=server.url, api_key="k", max_retries=0)
+        result = run_sage(backend, records, aspects, **kw)
+        reqs = server.chat_requests()
+        backend.close()
+    return result, reqs
+
+
+def test_through_the_fake_openai_server():
+    fake_server = pytest.importorskip("tests.fake_openai_server", reason="tests/fake_openai_server.py is absent")
 
     def reply_fn(rec):
         body = rec.body
@@ -405,11 +416,7 @@ def test_through_the_fake_openai_server():
             return "```json\n{\"accuracy\": {\"score\": 4, \"reason\": \"fine\"}, \"fairness\": {\"score\": 5}}\n```"
         return ev_reply({"accuracy": 4, "fairness": 5})
 
-    with fake_server.FakeOpenAIServer(reply_fn) as server:
-        backend = openai_compat.OpenAICompatBackend("fake-judge", base_url=server.url, api_key="k", max_retries=0)
-        result = run_sage(backend, [rec("a")], ["accuracy", "fairness"])
-        reqs = server.chat_requests()
-        backend.close()
+    result, reqs = _through_fake_server(reply_fn, [rec("a")], ["accuracy", "fairness"])
     retry = next(r for r in reqs if len(r.body["messages"]) == 4)
     assert '"fairness": "reason" must be a non-empty string' in retry.user_text
     one_token = [r for r in reqs if r.body.get("max_tokens") == 1]
@@ -529,7 +536,6 @@ def test_cn_aspects_match_en_and_accept_chinese_names():
 
 def test_cn_through_the_fake_openai_server():
     fake_server = pytest.importorskip("tests.fake_openai_server", reason="tests/fake_openai_server.py is absent")
-    openai_compat = pytest.importorskip("evaluate.backends.openai_compat")
 
     def reply_fn(rec):
         body = rec.body
@@ -553,11 +559,7 @@ def test_cn_through_the_fake_openai_server():
 
     r = Record(id="z", category="quiz", instruction="写一份关于长城的两道题测验。",
                output="1. 长城位于哪个国家？（A）中国（B）日本 2. 长城全长约多少公里？答案：500 公里")
-    with fake_server.FakeOpenAIServer(reply_fn) as server:
-        backend = openai_compat.OpenAICompatBackend("fake-judge", base_url=server.url, api_key="k", max_retries=0)
-        result = run_sage(backend, [r], ["准确性", "公平性", "语气"], language="cn")
-        reqs = server.chat_requests()
-        backend.close()
+    result, reqs = _through_fake_server(reply_fn, [r], ["准确性", "公平性", "语气"], language="cn")
 
     # What the server was sent is the Chinese prompt, with the Chinese aspect names and the item verbatim.
     first = next(q for q in reqs if len(q.body["messages"]) == 2 and q.body.get("max_tokens") != 1
