@@ -267,6 +267,9 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
     label ties already dropped). A battle tie (equal scores, or the orders disagree) counts half;
     an invalid item is left out and counted. Also per single order: how often the verdict of the
     first order alone ("AB", response_a shown first) and of the second alone would be right."""
+    def credit(verdict: str, label: str) -> float:
+        return 1.0 if verdict == label else 0.5 if verdict == "tie" else 0.0
+
     by_id = {it.id: it for it in result.items}
     right = wrong = tied = invalid = 0
     w_right = w_n = 0.0
@@ -278,22 +281,21 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
         label = "A" if r["label"] == "a" else "B"
         if it.weighted_verdict is not None:
             w_n += 1
-            w_right += 1.0 if it.weighted_verdict == label else 0.5 if it.weighted_verdict == "tie" else 0.0
+            w_right += credit(it.weighted_verdict, label)
         for o in it.orders:
             if o.verdict != "invalid":
-                per_order[o.order][0] += 1.0 if o.verdict == label else 0.5 if o.verdict == "tie" else 0.0
+                per_order[o.order][0] += credit(o.verdict, label)
                 per_order[o.order][1] += 1
         items.append({"id": it.id, "label": r["label"], "verdict": it.verdict, "weighted_margin": it.weighted_margin,
                       "orders": [[o.order, o.verdict, o.raw] for o in it.orders]})
         if it.verdict == "invalid":
             invalid += 1
             continue
-        credit = 1.0 if it.verdict == label else 0.5 if it.verdict == "tie" else 0.0
         right += it.verdict == label
         wrong += it.verdict not in (label, "tie")
         tied += it.verdict == "tie"
         sub = subsets.setdefault(str(r.get("subset", "")), [0.0, 0])
-        sub[0] += credit
+        sub[0] += credit(it.verdict, label)
         sub[1] += 1
     n = right + wrong + tied
     s = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in result.summary().items()}
