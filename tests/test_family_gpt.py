@@ -4,6 +4,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from evaluate.cli import main
@@ -134,3 +135,33 @@ def test_colossalai_prompt_files_and_flags(colossal, tmp_path, fake_openai, monk
                  "--target_file", str(tmp_path / "tg.json"), "--answer_file_list", str(tmp_path / "lr.json"),
                  "--save_path", str(tmp_path / "c2"), "--only", "GPT", "--openai_key", KEY, "--dry-run"])
     assert code == 2
+
+
+def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
+    """All parsed verdicts tie (position bias) while the weighted ones separate the models: the
+    chart must show both, or a reader sees only grey ties."""
+    import matplotlib.image as mpimg
+
+    from evaluate.families.gpt import _battle_chart
+    from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
+
+    def item(i, weighted):
+        orders = [OrderJudgment("AB", "A", (8, 7), "8 7", weighted=weighted[0]),
+                  OrderJudgment("BA", "B", (8, 7), "8 7", weighted=weighted[1])]
+        return BattleItem(id=str(i), verdict="tie", orders=orders, inconsistent=True, flipped=True, category="qa")
+
+    with_w = BattleResult("a", "b", [item(i, [(7.9, 7.1), (7.2, 7.6)]) for i in range(3)])
+    assert with_w.summary()["weighted"]["wins"] == 3 and with_w.summary()["ties"] == 3
+    without = BattleResult("c", "d", [item(i, [None, None]) for i in range(3)])
+    _battle_chart(tmp_path, [with_w, without])
+    two = mpimg.imread(tmp_path / "charts" / "GPT" / "battle_a__vs__b.png")
+    one = mpimg.imread(tmp_path / "charts" / "GPT" / "battle_c__vs__d.png")
+    assert two.shape[0] == one.shape[0] and two.shape[1] == 2 * one.shape[1]  # a second panel, same height
+    # the weighted panel's bars are model a's colour (green wins); the parsed-only chart has
+    # green only in its legend patch
+    green = np.array([0x2c, 0xa0, 0x2c]) / 255
+
+    def green_pixels(img):
+        return int((np.abs(img[..., :3] - green).max(axis=-1) < 0.02).sum())
+
+    assert green_pixels(two) > 20 * green_pixels(one) > 0

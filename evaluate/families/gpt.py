@@ -195,7 +195,12 @@ def _clean(obj: Any) -> Any:
 
 
 def _battle_chart(save: Path, results) -> None:
-    """charts/GPT/battle_<a>__vs__<b>.png: stacked win / tie / loss / invalid per category."""
+    """charts/GPT/battle_<a>__vs__<b>.png: stacked win / tie / loss / invalid per category.
+
+    Two panels when the judge gave log-probabilities: the parsed verdicts (a verdict that flips
+    with the order is a tie) and the probability-weighted ones (sign of the mean weighted score
+    margin over both orders). A small judge often ties nearly everything on the first and still
+    separates the models on the second, so a chart of one alone would mislead."""
     from ..charts import _plt
 
     plt = _plt()
@@ -203,25 +208,34 @@ def _battle_chart(save: Path, results) -> None:
         cats = _by_category(res)
         names = list(cats) + ["(all)"]
         summaries = list(cats.values()) + [_clean(res.summary())]
-        fig, ax = plt.subplots(figsize=(8, 0.45 * len(names) + 1.6))
-        left = [0.0] * len(names)
-        for key, color, label in (("wins", "#2ca02c", f"{res.model_a} wins"), ("ties", "#bbbbbb", "tie"),
-                                  ("losses", "#d62728", f"{res.model_b} wins"), ("invalid", "#ffffff", "invalid")):
-            vals = [s[key] / max(1, s["items"]) for s in summaries]
-            ax.barh(names, vals, left=left, color=color, edgecolor="#666666", label=label)
-            for i, (v, s) in enumerate(zip(vals, summaries)):
-                if v > 0.06:
-                    ax.text(left[i] + v / 2, i, str(s[key]), ha="center", va="center", fontsize=8)
-            left = [a + b for a, b in zip(left, vals)]
-        ax.set_xlim(0, 1)
-        ax.invert_yaxis()
-        ax.set_xlabel("share of questions (judged in both orders; a verdict that flips is a tie)")
-        s = _clean(res.summary())
-        ci = s.get("win_rate_ci95") or [None, None]
-        ax.set_title(f"Battle: {res.model_a} vs {res.model_b} - win rate of {res.model_a} {_fmt(s['win_rate'])} "
-                     f"(95% CI {_fmt(ci[0])}-{_fmt(ci[1])})", fontsize=9)
-        ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.08), ncol=4)
-        fig.tight_layout()
+        s = summaries[-1]
+        panels = [("parsed verdicts", summaries, "judged in both orders; a verdict that flips is a tie")]
+        if s.get("weighted"):
+            panels.append(("probability-weighted verdicts",
+                           [x.get("weighted") or {"items": 0, "wins": 0, "ties": 0, "losses": 0} for x in summaries],
+                           "sign of the mean weighted score margin over both orders"))
+        fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 0.45 * len(names) + 1.9),
+                                 squeeze=False, sharey=True)
+        for ax, (title, rows, xlabel) in zip(axes[0], panels):
+            left = [0.0] * len(names)
+            for key, color, label in (("wins", "#2ca02c", f"{res.model_a} wins"), ("ties", "#bbbbbb", "tie"),
+                                      ("losses", "#d62728", f"{res.model_b} wins"), ("invalid", "#ffffff", "invalid")):
+                vals = [r.get(key, 0) / max(1, r["items"]) for r in rows]
+                ax.barh(names, vals, left=left, color=color, edgecolor="#666666", label=label)
+                for i, (v, r) in enumerate(zip(vals, rows)):
+                    if v > 0.06:
+                        ax.text(left[i] + v / 2, i, str(r.get(key, 0)), ha="center", va="center", fontsize=8)
+                left = [a + b for a, b in zip(left, vals)]
+            rate, ci = rows[-1].get("win_rate"), rows[-1].get("win_rate_ci95") or [None, None]
+            ax.set_xlim(0, 1)
+            ax.set_xlabel(f"share of questions ({xlabel})", fontsize=8)
+            ax.set_title(f"{title}: win rate of {res.model_a} {_fmt(rate)} (95% CI {_fmt(ci[0])}-{_fmt(ci[1])})",
+                         fontsize=9)
+        axes[0][0].invert_yaxis()
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.suptitle(f"Battle: {res.model_a} vs {res.model_b}", fontsize=10)
+        fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.93), ncol=4)
+        fig.tight_layout(rect=(0, 0, 1, 0.86))
         folder = save / "charts" / "GPT"
         folder.mkdir(parents=True, exist_ok=True)
         fig.savefig(folder / f"battle_{safe_name(res.model_a)}__vs__{safe_name(res.model_b)}.png")
