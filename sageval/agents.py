@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 from evaluate.backends.base import Backend, Completion, JudgeRequest
 
 from .aspects import SCORE_MAX, SCORE_MIN
-from .parsing import REPLY, ParsedReply
+from .parsing import REPLY, ParsedReply, close_cut_reply
 from .prompts import Prompts, fill, retry_request
 
 
@@ -30,6 +30,7 @@ from .prompts import Prompts, fill, retry_request
 class Attempt:
     raw: str
     problems: dict[str, str]
+    closed: bool = False  # cut at the token limit; parsed after `close_cut_reply` closed it
 
 
 @dataclass
@@ -47,6 +48,11 @@ class Exchange:
         if self.best_index is not None:
             return self.attempts[self.best_index].raw
         return self.attempts[-1].raw if self.attempts else ""
+
+    @property
+    def closed(self) -> bool:
+        """The kept reply was cut at the token limit and closed after its last full sentence."""
+        return self.best_index is not None and self.attempts[self.best_index].closed
 
     @property
     def retries(self) -> int:
@@ -76,7 +82,10 @@ def ask_json(backend: Backend, requests: Sequence[JudgeRequest], parse: Callable
     """Send every request; re-ask (at most `max_retries` times) those whose reply fails `parse`.
 
     The reply kept is the attempt with the most valid aspects (the later one on a tie), so a
-    retry that makes things worse never loses what an earlier reply got right.
+    retry that makes things worse never loses what an earlier reply got right. A reply cut at
+    the token limit is first closed after its last complete sentence (`close_cut_reply`); when
+    that gives every aspect, it is kept without a retry (small judges run on in a reason after
+    giving the score, and a retry tends to run on the same way).
     """
     exchanges = [Exchange() for _ in requests]
     current = list(requests)
@@ -95,8 +104,14 @@ def ask_json(backend: Backend, requests: Sequence[JudgeRequest], parse: Callable
                 ex.backend_error = comp.error
                 ex.attempts.append(Attempt(comp.text, {REPLY: f"backend error: {comp.error}"}))
                 continue
-            parsed = parse(comp.text)
-            ex.attempts.append(Attempt(comp.text, dict(parsed.problems)))
+            parsed, closed = parse(comp.text), False
+            if not parsed.ok and comp.finish_reason == "length":
+                text = close_cut_reply(comp.text)
+                if text is not None:
+                    repaired = parse(text)
+                    if len(repaired.judgements) > len(parsed.judgements) or repaired.ok:
+                        parsed, closed = repaired, True
+            ex.attempts.append(Attempt(comp.text, dict(parsed.problems), closed))
             if ex.best is None or len(parsed.judgements) >= len(ex.best.judgements):
                 ex.best, ex.best_index = parsed, len(ex.attempts) - 1
             if not parsed.ok and round_ < max_retries:

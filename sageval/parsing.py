@@ -82,6 +82,82 @@ def extract_json_object(text: str) -> dict[str, Any]:
     return obj
 
 
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[\u3002\uff01\uff1f]")
+
+
+def close_cut_reply(text: str) -> str | None:
+    """The JSON object of a reply that was cut at the token limit, closed where it can be.
+
+    Small judges often run on inside a "reason" until the token limit cuts the reply, after the
+    score they were asked for. Rather than throw that judgement away, the object is closed: an
+    open string value is ended after its last complete sentence (a string with no complete
+    sentence is dropped with its member), the open arrays and objects are closed, and the
+    result must then parse as strict JSON. Returns the closed object's text, or None when the
+    object was complete (nothing to close) or cannot be closed. The caller checks the schema as
+    for any reply; every member the cut touched is either ended at a sentence or left out.
+    """
+    m = _OBJECT_START.search(text)
+    if m is None:
+        return None
+    stack: list[str] = []
+    safe: list[tuple[int, str]] = []  # (cut here, closers) after each complete member / element
+    in_str = esc = False
+    str_start, str_is_key = -1, False
+    prev = ""  # the last structural character outside strings
+    i = m.start()
+    for i in range(m.start(), len(text)):
+        ch = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+                if not str_is_key:
+                    safe.append((i + 1, _closers(stack)))
+                prev = '"'
+            continue
+        if ch == '"':
+            in_str, str_start = True, i
+            str_is_key = bool(stack) and stack[-1] == "{" and prev in ("{", ",")
+        elif ch in "{[":
+            stack.append(ch)
+            prev = ch
+        elif ch in "}]":
+            if not stack:
+                return None
+            stack.pop()
+            if not stack:
+                return None  # the object closed: whatever is wrong with it, it was not cut
+            safe.append((i + 1, _closers(stack)))
+            prev = ch
+        elif ch == ",":
+            safe.append((i, _closers(stack)))
+            prev = ch
+        elif ch == ":":
+            prev = ch
+    if not stack:
+        return None
+    candidates = []
+    if in_str and not str_is_key:
+        ends = list(_SENTENCE_END.finditer(text, str_start + 1))
+        if ends:
+            candidates.append(text[m.start():ends[-1].end()] + '"' + _closers(stack))
+    candidates += [text[m.start():pos] + closers for pos, closers in reversed(safe)]
+    for cand in candidates:
+        try:
+            extract_json_object(cand)
+        except ReplyError:
+            continue
+        return cand
+    return None
+
+
+def _closers(stack: list[str]) -> str:
+    return "".join("}" if c == "{" else "]" for c in reversed(stack))
+
+
 class _DuplicateKey(ValueError):
     pass
 

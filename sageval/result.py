@@ -43,6 +43,7 @@ class SageItem:
     new_aspects: list[NewAspect]
     raw: dict[str, str]  # agent -> the raw reply kept
     attempts: dict[str, int]  # agent -> JSON requests sent (1 + retries)
+    closed: dict[str, bool] = field(default_factory=dict)  # agent -> kept reply was cut and closed
     scores: ItemScores = field(default_factory=ItemScores)
 
 
@@ -150,6 +151,7 @@ class SageResult:
             "replies": {
                 agent: {
                     "retries": sum(max(0, it.attempts.get(agent, 0) - 1) for it in self.items),
+                    "cut_and_closed": sum(1 for it in self.items if it.closed.get(agent)),
                     "fully_valid": sum(1 for it in self.items
                                        if all(j.invalid is None for j in getattr(it, agent).values())),
                 }

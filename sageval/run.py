@@ -120,7 +120,8 @@ def run_sage(backend: Backend, records: Sequence[Record], aspects: Sequence[str 
     max_retries: follow-up requests, quoting the parse error, for a reply that fails the schema.
     use_logprobs: None: weighted scores wherever the backend gives log-probabilities;
         True: require them; False: use the scores stated in the JSON replies.
-    max_tokens: the budget of a JSON reply (a truncated reply fails to parse and is retried).
+    max_tokens: the budget of a JSON reply (a reply cut there is closed after its last full
+        sentence when that gives every aspect, and retried otherwise).
     min_digit_mass: below this probability on "1".."5" a weighted score is not used.
     tolerance: how far SAGE must move a score to count as lowered/raised.
     progress: called as (stage, done, total) after each judge call.
@@ -165,10 +166,15 @@ def run_sage(backend: Backend, records: Sequence[Record], aspects: Sequence[str 
         raws = {"evaluator": ex_e.raw, "sage": ex_s.raw}
         new = ex_s.best.new_aspects if ex_s.best else []
         problems = ex_s.best.problems if ex_s.best else {}
+        scores = _item_scores(rec, chosen, ev, sg, new, raws, problems)
+        cut = [agent for agent, ex in (("evaluator", ex_e), ("sage", ex_s)) if ex.closed]
+        if cut:  # which agents' kept replies were cut at the token limit and closed after a full sentence
+            scores.details["sageval"]["cut_and_closed"] = cut
         items.append(SageItem(
             record_id=rec.id, category=rec.category, evaluator=ev, sage=sg, new_aspects=list(new), raw=raws,
             attempts={"evaluator": len(ex_e.attempts), "sage": len(ex_s.attempts)},
-            scores=_item_scores(rec, chosen, ev, sg, new, raws, problems)))
+            closed={"evaluator": ex_e.closed, "sage": ex_s.closed},
+            scores=scores))
 
     aspects_path = Path(aspects_file) if aspects_file else ASPECTS_FILE
     signature = {

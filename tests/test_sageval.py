@@ -194,7 +194,7 @@ def test_rectification_means_and_counts():
     assert "- accuracy: 2 (accuracy looks like 2)" in sage_req.messages[1][1]
     summary = result.summary()
     assert json.loads(json.dumps(summary)) == summary
-    assert summary["replies"]["evaluator"] == {"retries": 0, "fully_valid": 3}
+    assert summary["replies"]["evaluator"] == {"retries": 0, "cut_and_closed": 0, "fully_valid": 3}
 
 
 def test_invalid_json_is_retried_with_the_error_then_succeeds():
@@ -615,3 +615,76 @@ def test_a_reply_cut_at_the_token_limit_is_retried_without_echoing_its_run_on():
     assert "cut off at the 320-token limit" in retry.messages[3][1]
     assert "one short sentence" in retry.messages[3][1]
     assert result.items[0].evaluator["accuracy"].value == 3
+
+
+def test_a_cut_reply_that_holds_every_aspect_is_closed_not_retried():
+    """The 1.5B judge gives its score, then runs on in the reason until the token limit: the
+    reply is closed after the reason's last full sentence and kept, with no retry."""
+    cut = ('{"accuracy": {"score": 4, "reason": "Correct."}, "relevancy": {"score": 2, "reason": '
+           '"Question 3 is off-topic. It asks about holidays, which is not relevant. The form is not well-te')
+    fairness_first = ('{"fairness": {"score": 5, "reason": "Balanced."}, "accuracy": {"score": 4, "reason": "Fine."}, '
+                      '"relevancy": {"score": 2, "rea')
+
+    def respond(req):
+        if role_of(req) == "evaluator":
+            text = {"a": cut, "b": fairness_first}[item_of(req)]
+            return Completion(text=text, finish_reason="length", completion_tokens=req.max_tokens)
+        return sage_reply({"accuracy": 4, "relevancy": 2, "fairness": 5})
+
+    backend = Scripted(respond)
+    result = run_sage(backend, [rec("a"), rec("b")], ["accuracy", "relevancy"], max_tokens=64)
+    ev_requests = [r for r in backend.requests if role_of(r) == "evaluator"]
+    # a: closed with every aspect, not asked again; b: cut in the key after relevancy's score, so
+    # relevancy has no reason: asked again (max_retries=2), keeping what the closed reply gave
+    assert [item_of(r) for r in ev_requests] == ["a", "b", "b", "b"]
+    a, b = result.items
+    assert a.evaluator["relevancy"].value == 2
+    assert a.evaluator["relevancy"].reason == "Question 3 is off-topic. It asks about holidays, which is not relevant."
+    assert a.closed == {"evaluator": True, "sage": False} and a.attempts["evaluator"] == 1
+    assert a.scores.details["sageval"]["cut_and_closed"] == ["evaluator"]
+    assert b.evaluator["accuracy"].value == 4 and b.evaluator["accuracy"].reason == "Fine."
+    assert b.evaluator["relevancy"].value is None and '"reason" must be' in b.evaluator["relevancy"].invalid
+    assert result.summary()["replies"]["evaluator"]["cut_and_closed"] == 2
+    # the SAGE agent saw the closed reason
+    sage_a = next(r for r in backend.requests if role_of(r) == "sage" and item_of(r) == "a")
+    assert "- relevancy: 2 (Question 3 is off-topic. It asks about holidays, which is not relevant.)" in sage_a.messages[1][1]
+
+
+def test_a_reply_that_was_not_cut_is_never_closed():
+    """Closing is only for replies cut at the token limit: a malformed reply that ended on its
+    own is invalid and retried, however close it is to JSON."""
+    broken = '{"accuracy": {"score": 4, "reason": "Correct."}, "relevancy": {"score": 2, "reason": "Off-topic.'
+    backend = Scripted(lambda req: Completion(text=broken, finish_reason="stop") if role_of(req) == "evaluator"
+                       else sage_reply({"accuracy": 4, "relevancy": 2}))
+    result = run_sage(backend, [rec("a")], ["accuracy", "relevancy"], max_retries=1)
+    assert result.items[0].attempts["evaluator"] == 2 and not result.items[0].closed["evaluator"]
+    assert result.items[0].evaluator["relevancy"].value is None
+
+
+@pytest.mark.parametrize("text, closed", [
+    # an open reason ends after its last full sentence
+    ('{"a": {"score": 3, "reason": "One. Two! Three? Fou', '{"a": {"score": 3, "reason": "One. Two! Three?"}}'),
+    # Chinese sentence ends need no space after them
+    ('{"a": {"score": 3, "reason": "完整的一句。没有完', '{"a": {"score": 3, "reason": "完整的一句。"}}'),
+    # an escaped quote is no end of the string; "hi." followed by an escape is no sentence end
+    ('{"a": {"score": 3, "reason": "He said \\"hi.\\" then. And', '{"a": {"score": 3, "reason": "He said \\"hi.\\" then."}}'),
+    # no full sentence: the member goes, back to the last complete one
+    ('{"a": {"score": 3, "reason": "ok."}, "b": {"score": 4, "reason": "no end', '{"a": {"score": 3, "reason": "ok."}, "b": {"score": 4}}'),
+    # nested lists of the SAGE agent
+    ('{"aspects": {"a": {"score": 3, "reason": "ok.", "definition": null}}, "new_aspects": [{"name": "x", "definition": "A. B',
+     '{"aspects": {"a": {"score": 3, "reason": "ok.", "definition": null}}, "new_aspects": [{"name": "x", "definition": "A."}]}'),
+    # a number at the very end may be cut ("4" of "45"?): nothing before it is complete
+    ('{"a": {"score": 4', None),
+    # a complete object is not "cut", whatever else is wrong with it
+    ('{"a": {"score": 3, "reason": "ok."}} and more', None),
+    ('no JSON here', None),
+    # a cut inside a key cannot be closed there
+    ('{"a": {"score": 3, "reason": "ok."}, "relev', '{"a": {"score": 3, "reason": "ok."}}'),
+])
+def test_close_cut_reply(text, closed):
+    from sageval.parsing import close_cut_reply
+
+    got = close_cut_reply(text)
+    assert got == closed
+    if got is not None:
+        json.loads(got)
