@@ -38,7 +38,9 @@ def _families_arg(values: list[str] | None) -> list[str] | None:
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="eval.py", description="Evaluate LLM answers: judges, automatic metrics, UniEval, RepEval, "
                                             "SAGEval. Subcommands: meta-eval, repeval (see `eval.py meta-eval -h`).")
-    p.add_argument("--config", "--config_file", dest="config", help="config file (.json, .yaml or .yml)")
+    p.add_argument("--config", "--config_file", dest="config", nargs="+", metavar="FILE",
+                   help="config file (.json, .yaml or .yml); several run one after the other in this process, "
+                        "sharing loaded models (all are checked before the first starts)")
     p.add_argument("--battle_prompt_file", help="battle prompt file (ColossalAI format)")
     p.add_argument("--gpt_evaluation_prompt_file", help="evaluation prompt file (ColossalAI format)")
     p.add_argument("--target_file", help="file with the reference answers (field `target`)")
@@ -62,9 +64,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def config_from_args(args: argparse.Namespace) -> RunConfig:
-    if args.config:
-        cfg = load_config(Path(args.config))
+# flags that would send several configs' runs to one place, or give them one set of answers
+_ONE_CONFIG_FLAGS = ("save_path", "answer_file_list", "model_name_list", "target_file")
+
+
+def configs_from_args(args: argparse.Namespace) -> list[RunConfig]:
+    """One RunConfig per --config file (or one from ColossalAI-style flags alone)."""
+    files = args.config or [None]
+    if len(files) > 1:
+        clash = [f"--{f}" for f in _ONE_CONFIG_FLAGS if getattr(args, f)]
+        if clash:
+            raise InputError(f"{', '.join(clash)} with {len(files)} config files: these flags apply to one run; "
+                             "give one --config with them, or set them in each config file")
+    return [config_from_args(args, f) for f in files]
+
+
+def config_from_args(args: argparse.Namespace, config_file: str | None = None) -> RunConfig:
+    if config_file:
+        cfg = load_config(Path(config_file))
     else:
         if not args.answer_file_list:
             raise InputError("nothing to do: give --config FILE (or ColossalAI's --config_file with "
@@ -109,6 +126,25 @@ def config_from_args(args: argparse.Namespace) -> RunConfig:
     return cfg
 
 
+def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail_under) -> int:
+    manifest = run(cfg, families=families, dry_run=args.dry_run, charts=not args.no_charts)
+    if args.dry_run:
+        print(manifest["plan_text"])
+        print("dry run: configuration, answer files and prompts are valid; nothing was scored")
+        return EXIT_OK
+    save = cfg.save_path.resolve()
+    print(f"results:  {save / 'results'}  (one JSON per model)")
+    print(f"summary:  {save / 'summary.csv'}")
+    print(f"charts:   {save / 'charts'}")
+    print(f"manifest: {save / 'manifest.json'}  (status: {manifest['status']})")
+    if args.fail_under:
+        failures = check_fail_under(cfg.save_path, args.fail_under)
+        if failures:
+            print("fail-under: " + "; ".join(failures), file=sys.stderr)
+            return EXIT_FAIL_UNDER
+    return EXIT_OK if not manifest["errors"] else EXIT_RUN_ERRORS
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -124,23 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         from .runner import check_fail_under, run, select_families
 
         families = select_families(_families_arg(args.only), _families_arg(args.skip))
-        cfg = config_from_args(args)
-        manifest = run(cfg, families=families, dry_run=args.dry_run, charts=not args.no_charts)
-        if args.dry_run:
-            print(manifest["plan_text"])
-            print("dry run: configuration, answer files and prompts are valid; nothing was scored")
-            return EXIT_OK
-        save = cfg.save_path.resolve()
-        print(f"results:  {save / 'results'}  (one JSON per model)")
-        print(f"summary:  {save / 'summary.csv'}")
-        print(f"charts:   {save / 'charts'}")
-        print(f"manifest: {save / 'manifest.json'}  (status: {manifest['status']})")
-        if args.fail_under:
-            failures = check_fail_under(cfg.save_path, args.fail_under)
-            if failures:
-                print("fail-under: " + "; ".join(failures), file=sys.stderr)
-                return EXIT_FAIL_UNDER
-        return EXIT_OK if not manifest["errors"] else EXIT_RUN_ERRORS
+        configs = configs_from_args(args)
+        if len(configs) > 1:  # every file checked (plan, answers, prompts) before any scoring starts
+            for cfg in configs:
+                run(cfg, families=families, dry_run=True, charts=False)
+        code = EXIT_OK
+        for i, cfg in enumerate(configs):
+            if len(configs) > 1:
+                print(f"== config {i + 1} of {len(configs)}: {args.config[i]}")
+            code = max(code, _run_one(cfg, args, families, run, check_fail_under))
+        return code
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT

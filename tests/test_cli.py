@@ -157,3 +157,32 @@ def test_limit_keeps_the_first_records_of_each_category_for_every_model(tmp_path
     bad = write_config(tmp_path, FAST, limit=0)
     assert main(["--config", str(bad)]) == 2
     assert "limit: expected a positive integer" in capsys.readouterr().err
+
+
+def test_several_configs_run_in_one_process_after_all_are_checked(tmp_path, capsys):
+    one = tmp_path / "one"
+    one.mkdir()
+    two = tmp_path / "two"
+    two.mkdir()
+    c1 = write_config(one, {"closed_qa": {"Metrics": ["BLEU"]}})
+    c2 = write_config(two, {"brainstorming": {"Metrics": ["Distinct"]}}, limit=1)
+    assert main(["--config", str(c1), str(c2), "--no-charts"]) == 0
+    out = capsys.readouterr().out
+    assert "== config 1 of 2" in out and "== config 2 of 2" in out
+    r1 = json.loads((one / "out" / "results" / "model_a.json").read_text())
+    r2 = json.loads((two / "out" / "results" / "model_a.json").read_text())
+    assert "Metrics/BLEU-4" in r1["aggregates"]["overall"] and "Metrics/Distinct-1" not in r1["aggregates"]["overall"]
+    assert r2["aggregates"]["by_category"]["brainstorming"]["Metrics/Distinct-1"]["n"] == 1  # its own limit
+    # a bad second file stops everything before the first one scores anything
+    three = tmp_path / "three"
+    three.mkdir()
+    c3 = write_config(three, {"closed_qa": {"Metrics": ["BLEU"]}})
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"category": {"closed_qa": {"Metrics": ["BLUE"]}},
+                               "answers": [{"name": "m", "path": str(EN / "answers_model_a.json")}]}))
+    assert main(["--config", str(c3), str(bad)]) == 2
+    assert "BLUE" in capsys.readouterr().err
+    assert not (three / "out").exists()
+    # flags that belong to one run are refused with several files
+    assert main(["--config", str(c1), str(c2), "--save_path", str(tmp_path / "x")]) == 2
+    assert "--save_path with 2 config files" in capsys.readouterr().err
