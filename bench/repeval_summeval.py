@@ -37,6 +37,20 @@ PAPER = {"fluency": 0.447, "consistency": 0.426, "coherence": 0.534}
 ROUGE1 = {"coherence": 0.169, "consistency": 0.160, "fluency": 0.116, "relevance": 0.328}
 
 
+def rouge_on(rows: list[dict], crit: str) -> dict[str, float]:
+    """ROUGE-1/2 F1 (rouge-score, stemmed, mean over the references) against the human `crit`
+    score on exactly these rows, summary level: the baseline for the same test documents."""
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2"], use_stemmer=True)
+    out = {}
+    for key in ("rouge1", "rouge2"):
+        pred = [float(np.mean([scorer.score(ref, r["output"])[key].fmeasure for ref in r["references"]]))
+                for r in rows]
+        out[key] = round(grouped_spearman(pred, [r["human"][crit] for r in rows], [r["doc_id"] for r in rows]), 3)
+    return out
+
+
 def extract_cached(rep: RepEval, prompts: list[str], layers: list[int], tokens: list[int], path: Path) -> np.ndarray:
     if path.is_file():
         return np.load(path)["reps"].astype(np.float32)
@@ -111,7 +125,9 @@ def main(argv: list[str] | None = None) -> dict:
                 idx_pairs.append((hi, lo))
         sv = np.stack([np.stack([val[h], val[lo]]) for h, lo in idx_pairs])  # [P, 2, T, L, H]
         pools["summeval"] = (idx_pairs, sv.reshape(-1, *val.shape[1:]))
-        crit_res = {"paper": PAPER.get(crit), "rouge1": ROUGE1.get(crit), "runs": []}
+        crit_res = {"paper": PAPER.get(crit), "rouge1": ROUGE1.get(crit),
+                    "rouge_test_docs": rouge_on(test_rows, crit), "runs": []}
+        print(f"  ROUGE on the same test docs (summary level): {crit_res['rouge_test_docs']}", flush=True)
         for source, (pairs, preps) in pools.items():
             good_all, bad_all = preps[0::2], preps[1::2]
             for k in (5, 20):
