@@ -408,6 +408,19 @@ def test_battle_position_bias_becomes_ties(battle_prompt) -> None:
     assert one.items[0].verdict == "A" and len(one.items[0].orders) == 1
 
 
+def test_battle_score_line_cut_at_the_token_limit_is_invalid(battle_prompt) -> None:
+    """With a small max_tokens, "9 10" can arrive as "9 1": a score line that ends where the
+    token limit cut the reply is not read as a verdict. One that ends in a line break is whole."""
+    replies = {"0": Completion(text="9 1", finish_reason="length"),
+               "1": Completion(text="9 10\n\nAssistant", finish_reason="length"),
+               "2": Completion(text="9 1", finish_reason="stop")}
+    res = battle(ScriptedJudge(lambda req: replies[re.search(r"Question (\d)", user_text(req)).group(1)]),
+                 battle_prompt, answers("A", [1, 1, 1]), answers("B", [1, 1, 1]), both_orders=False)
+    assert [it.verdict for it in res.items] == ["invalid", "B", "A"]
+    assert "cut at the token limit" in res.items[0].orders[0].reason
+    assert res.items[1].orders[0].scores == (9, 10)
+
+
 def test_battle_win_vs_tie_is_inconsistent_not_flip(battle_prompt) -> None:
     judge = ScriptedJudge(lambda req: "7 5" if shown(req)[0].startswith("A") else "6 6")
     res = battle(judge, battle_prompt, answers("A", [1]), answers("B", [1]))

@@ -248,6 +248,11 @@ def _judge_order(order: str, comp: Completion, request: JudgeRequest) -> OrderJu
     if not parsed.ok:
         return OrderJudgment(order=order, verdict="invalid", raw=comp.text, reason=parsed.reason,
                              request=request.key())
+    if comp.finish_reason == "length" and "\n" not in comp.text.strip() and comp.text.rstrip()[-1:].isdigit():
+        # "9 1" cut from "9 10": the score line ends where the token limit cut the reply
+        return OrderJudgment(order=order, verdict="invalid", raw=comp.text, request=request.key(),
+                             reason="the reply was cut at the token limit right after its second score, "
+                                    "which may be incomplete; raise max_tokens")
     first, second = parsed.values
     a, b = (first, second) if order == "AB" else (second, first)
     w = weighted_pair(comp.top_logprobs, low=SCALE[0], high=SCALE[1]) if comp.top_logprobs else None
