@@ -104,7 +104,6 @@ def close_cut_reply(text: str) -> str | None:
     in_str = esc = False
     str_start, str_is_key = -1, False
     prev = ""  # the last structural character outside strings
-    i = m.start()
     for i in range(m.start(), len(text)):
         ch = text[i]
         if in_str:
