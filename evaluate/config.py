@@ -288,7 +288,7 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         cfg.battle = value
     value = raw.get("limit")
     if value is not None and chk.expect(value, int, "limit", "a positive integer (records per category)"):
-        if isinstance(value, bool) or value < 1:
+        if value < 1:  # expect() has already refused true/false
             chk.problems.append(f"limit: expected a positive integer (records per category), got {value!r}")
         else:
             cfg.limit = value

@@ -167,13 +167,13 @@ def run_sage(backend: Backend, records: Sequence[Record], aspects: Sequence[str 
         new = ex_s.best.new_aspects if ex_s.best else []
         problems = ex_s.best.problems if ex_s.best else {}
         scores = _item_scores(rec, chosen, ev, sg, new, raws, problems)
-        cut = [agent for agent, ex in (("evaluator", ex_e), ("sage", ex_s)) if ex.closed]
-        if cut:  # which agents' kept replies were cut at the token limit and closed after a full sentence
-            scores.details["sageval"]["cut_and_closed"] = cut
+        closed = {"evaluator": ex_e.closed, "sage": ex_s.closed}
+        if any(closed.values()):  # which agents' kept replies were cut at the token limit and closed
+            scores.details["sageval"]["cut_and_closed"] = [agent for agent, c in closed.items() if c]
         items.append(SageItem(
             record_id=rec.id, category=rec.category, evaluator=ev, sage=sg, new_aspects=list(new), raw=raws,
             attempts={"evaluator": len(ex_e.attempts), "sage": len(ex_s.attempts)},
-            closed={"evaluator": ex_e.closed, "sage": ex_s.closed},
+            closed=closed,
             scores=scores))
 
     aspects_path = Path(aspects_file) if aspects_file else ASPECTS_FILE
