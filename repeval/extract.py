@@ -110,6 +110,42 @@ def tokenize(tokenizer: Any, texts: Sequence[str], max_tokens: int | None) -> li
     return out
 
 
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def prefix_groups(token_ids: Sequence[Sequence[int]], min_prefix: int, keep: int) -> list[tuple[int, list[int]]]:
+    """Texts that share a token prefix of at least `min_prefix` tokens, as (prefix length, text
+    indices) groups of two or more. The prefix stops `keep` tokens short of the shortest member,
+    so the positions read (the last `keep`) always lie in the part that is run per text."""
+    order = sorted(range(len(token_ids)), key=lambda i: token_ids[i])
+    groups: list[tuple[int, list[int]]] = []
+    members, shared = [order[0]] if order else [], 1 << 62
+
+    def close() -> None:
+        if len(members) > 1:
+            length = min(shared, min(len(token_ids[i]) for i in members) - keep)
+            if length >= min_prefix:
+                groups.append((length, list(members)))
+
+    for i in order[1:]:
+        n = min(shared, _common_prefix(token_ids[members[-1]], token_ids[i]))
+        if n >= min_prefix:
+            members.append(i)
+            shared = n
+        else:
+            close()
+            members, shared = [i], 1 << 62
+    if members:
+        close()
+    return groups
+
+
 def extract_hidden_states(
     model: Any,
     tokenizer: Any,
@@ -120,6 +156,7 @@ def extract_hidden_states(
     batch_size: int = 8,
     max_tokens: int | None = 2048,
     truncate: bool = True,
+    min_shared_prefix: int | None = 64,
 ) -> np.ndarray:
     """Hidden states of `texts` at the given layers and token positions, as float32 numpy.
 
@@ -127,6 +164,12 @@ def extract_hidden_states(
     for a sequence of tokens. Texts are sorted by length and batched with left padding, so the
     last token of every row sits in the last column. `truncate=False` runs every layer (for
     checking that truncation changes nothing, and for timing).
+
+    Texts that share a prefix of at least `min_shared_prefix` tokens (e.g. the same source
+    article before each of its summaries) run that prefix once: its keys and values are
+    computed for one row and reused by every text of the group, which then runs only its own
+    tokens. The model is causal, so the states equal those of separate passes (up to float
+    rounding). `min_shared_prefix=None` turns this off.
     """
     import torch
 
@@ -143,7 +186,9 @@ def extract_hidden_states(
     depth = max(layer_idx)
     hidden = model.config.hidden_size
     out = np.zeros((len(texts), len(tokens), len(layer_idx), hidden), dtype=np.float32)
-    order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
+    groups = prefix_groups(token_ids, min_shared_prefix, -min(tokens)) if min_shared_prefix else []
+    grouped = {i for _, members in groups for i in members}
+    order = sorted((i for i in range(len(texts)) if i not in grouped), key=lambda i: len(token_ids[i]))
     all_layers = decoder_layers(model)
     captured: dict[int, Any] = {}
 
@@ -167,7 +212,44 @@ def extract_hidden_states(
                     for li, idx in enumerate(layer_idx):
                         states = captured[idx][:, tokens, :].float().numpy()  # [b, n_tokens, hidden]
                         out[rows, :, li, :] = states
+                for length, members in groups:
+                    _run_shared_prefix(base, model.config, token_ids, length, members, tokens, layer_idx,
+                                       batch_size, pad_id, captured, out)
         finally:
             for h in handles:
                 h.remove()
     return out[:, 0] if single_token else out
+
+
+def _run_shared_prefix(base: Any, config: Any, token_ids: Sequence[Sequence[int]], length: int,
+                       members: list[int], tokens: list[int], layer_idx: list[int], batch_size: int,
+                       pad_id: int, captured: dict, out: np.ndarray) -> None:
+    """One group of `extract_hidden_states`: the shared prefix once, then the members' own
+    tokens in right-padded batches on top of a copy of its cache (right padding: a real token
+    never attends to a pad, so no mask is needed; the positions read are found per row)."""
+    import torch
+    from transformers import DynamicCache
+
+    captured.clear()
+    prefix = DynamicCache(config=config)
+    base(input_ids=torch.tensor([list(token_ids[members[0]][:length])]), past_key_values=prefix, use_cache=True)
+    kv = [(layer.keys, layer.values) for layer in prefix.layers if getattr(layer, "is_initialized", False)]
+    rest = sorted(members, key=lambda i: len(token_ids[i]))
+    for start in range(0, len(rest), batch_size):
+        rows = rest[start:start + batch_size]
+        tails = [list(token_ids[i][length:]) for i in rows]
+        width = max(len(t) for t in tails)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        for r, t in enumerate(tails):
+            ids[r, :len(t)] = torch.tensor(t, dtype=torch.long)
+        cache = DynamicCache(ddp_cache_data=[(k.expand(len(rows), -1, -1, -1).contiguous(),
+                                              v.expand(len(rows), -1, -1, -1).contiguous()) for k, v in kv],
+                             config=config)
+        pos = torch.arange(length, length + width).unsqueeze(0).expand(len(rows), -1)
+        captured.clear()
+        base(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True)
+        at = torch.tensor([[len(t) + k for k in tokens] for t in tails])  # [b, n_tokens]
+        for li, idx in enumerate(layer_idx):
+            states = captured[idx]
+            picked = torch.stack([states[r, at[r]] for r in range(len(rows))])  # [b, n_tokens, hidden]
+            out[rows, :, li, :] = picked.float().numpy()

@@ -195,6 +195,53 @@ def test_left_padding_matches_single_texts(smol):
         assert rel < 0.05, (i, rel)  # bf16 noise only; wrong positions/masks give O(1) errors
 
 
+def test_prefix_groups_share_only_long_common_prefixes():
+    from repeval.extract import prefix_groups
+
+    src = list(range(100, 170))  # 70 shared tokens
+    ids = [src + [1, 2, 3], [9] * 80, src + [4, 5], src + [1, 2, 6, 7], [9] * 50 + [8] * 30, [5] * 4]
+    groups = prefix_groups(ids, min_prefix=64, keep=3)
+    # src-texts: common prefix 70, shortest member has 72 tokens -> prefix 72 - 3 = 69 (the last 3 run per text)
+    # [9]*80 and [9]*50+[8]*30 share only 50 tokens: no group
+    assert sorted((n, sorted(m)) for n, m in groups) == [(69, [0, 2, 3])]
+    # texts 0 and 3 also share [1, 2]: 72 tokens, shortest 73 -> 72
+    assert [(n, sorted(m)) for n, m in prefix_groups(ids, min_prefix=71, keep=1)] == [(72, [0, 3])]
+    assert prefix_groups(ids, min_prefix=73, keep=1) == []
+    assert prefix_groups([], min_prefix=8, keep=1) == []
+
+
+def test_shared_prefix_pass_equals_separate_passes(smol):
+    """Summaries of one article behind the same source run the source once; states must not change."""
+    from repeval.extract import decoder_layers, extract_hidden_states
+
+    model, tok, _ = smol
+    src = "Source: " + " ".join(GOOD[:4]) + "\nIs the following summary consistent with the source above?\nSummary: "
+    texts = [src + GOOD[5] + "\nThe summary is", "An unrelated short text.", src + BAD[5] + "\nThe summary is",
+             src + "Cats.\nThe summary is", src + GOOD[6] + " " + GOOD[7] + "\nThe summary is"]
+    seen = []
+    hook = decoder_layers(model)[0].register_forward_hook(lambda _m, inp, _o: seen.append(inp[0].shape[1]))
+    try:
+        shared = extract_hidden_states(model, tok, texts, [3, 12], token=[-1, -3], batch_size=2)
+        n_shared = sum(seen)
+        seen.clear()
+        separate = extract_hidden_states(model, tok, texts, [3, 12], token=[-1, -3], batch_size=2,
+                                         min_shared_prefix=None)
+        n_separate = sum(seen)
+    finally:
+        hook.remove()
+    assert n_shared < n_separate / 2  # the ~100-token source ran once, not four times
+    tol = 1e-4 if model.dtype == torch_float32() else 0.05
+    for i in range(len(texts)):
+        rel = np.linalg.norm(shared[i] - separate[i]) / np.linalg.norm(separate[i])
+        assert rel < tol, (i, rel)  # wrong positions or a lost prefix give O(1) errors
+
+
+def torch_float32():
+    import torch
+
+    return torch.float32
+
+
 @pytest.fixture(scope="module")
 def fitted(smol):
     return RepEval(model=smol, criterion="fluency", method="mean").fit(list(zip(GOOD[:6], BAD[:6])))
