@@ -1,5 +1,11 @@
-"""RepEval on SummEval: Spearman per dimension, layer/token/method chosen on docs 0-19, tested
-on docs 20-99 (or fewer with --test-docs).
+"""RepEval on SummEval (or Topical-Chat with --dataset topical_chat): Spearman per dimension,
+layer/token/method chosen on docs 0-19, tested on docs 20-99 (or fewer with --test-docs).
+
+Topical-Chat: a "doc" is one dialogue (its 6 responses); the fluency direction is chosen on the
+human naturalness score and tested on naturalness and understandability; synthetic pairs corrupt
+the two human-written responses of each validation dialogue (twice each); the in-domain pool is
+the best vs worst response per validation dialogue. Topical-Chat has no references, so the
+baseline is the response length in words instead of ROUGE.
 
 Training pairs (K = 5 and 20, five random draws each):
 - asset:     ASSET best vs worst rows (fluency for fluency/coherence, "meaning" for consistency)
@@ -33,8 +39,19 @@ from repeval.templates import render, template_for  # noqa: E402
 
 DATA = ROOT / ".." / "shared" / "data" / "metaeval"
 ASSET_DIM = {"fluency": "fluency", "coherence": "fluency", "consistency": "meaning", "relevance": "meaning"}
-PAPER = {"fluency": 0.447, "consistency": 0.426, "coherence": 0.534}
+PAPER = {"summeval": {"fluency": 0.447, "consistency": 0.426, "coherence": 0.534},
+         "topical_chat": {"fluency": 0.329}}
 ROUGE1 = {"coherence": 0.169, "consistency": 0.160, "fluency": 0.116, "relevance": 0.328}
+# human dimensions each criterion is tested against; the first one chooses layer/token
+HUMAN = {"summeval": {}, "topical_chat": {"fluency": ["naturalness", "understandability"]}}
+HUMAN_WRITTEN = ("Original Ground Truth", "New Human Generated")
+
+
+def length_on(rows: list[dict], dim: str, groups: list) -> dict[str, float]:
+    """Response length in words against the human `dim` score: per-doc mean and dataset level."""
+    n = [len(r["output"].split()) for r in rows]
+    h = [r["human"][dim] for r in rows]
+    return {"summary": round(grouped_spearman(n, h, groups), 3), "dataset": round(spearman(n, h), 3)}
 
 
 def rouge_on(rows: list[dict], crit: str) -> dict[str, float]:
@@ -69,7 +86,9 @@ def prompts_for(tpl: str, pairs) -> list[str]:
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="SmolLM2-135M-Instruct")
-    ap.add_argument("--criteria", default="fluency,coherence,consistency")
+    ap.add_argument("--dataset", choices=("summeval", "topical_chat"), default="summeval")
+    ap.add_argument("--criteria", default=None,
+                    help="default: fluency,coherence,consistency (SummEval), fluency (Topical-Chat)")
     ap.add_argument("--layers", default="6,9,12,15,18,21,24,27,30")
     ap.add_argument("--tokens", default="-1,-2,-3")
     ap.add_argument("--test-docs", type=int, default=80, help="how many of docs 20-99 to test on")
@@ -82,32 +101,41 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     layers = [int(x) for x in args.layers.split(",")]
     tokens = [int(x) for x in args.tokens.split(",")]
-    rows = read_jsonl(DATA / "summeval.jsonl")
+    ds = args.dataset
+    criteria = args.criteria or ("fluency" if ds == "topical_chat" else "fluency,coherence,consistency")
+    rows = read_jsonl(DATA / f"{ds}.jsonl")
+    if ds == "topical_chat":  # doc_id is a truncated first turn (not unique); the dialogue is
+        for r in rows:
+            r["doc_id"] = r["source"]
     asset = read_jsonl(DATA / "asset.jsonl")
     docs = list(dict.fromkeys(r["doc_id"] for r in rows))
     nv = args.val_docs
     val_docs, test_docs = set(docs[:nv]), set(docs[nv:nv + args.test_docs])
     val_rows = [r for r in rows if r["doc_id"] in val_docs]
     test_rows = [r for r in rows if r["doc_id"] in test_docs]
-    results: dict = {"model": args.model, "layers": layers, "tokens": tokens, "test_docs": len(test_docs),
+    results: dict = {"model": args.model, "dataset": ds, "layers": layers, "tokens": tokens, "test_docs": len(test_docs),
                      "criteria": {}}
-    tag = args.model.replace("/", "_")
-    for crit in args.criteria.split(","):
+    tag = args.model.replace("/", "_") + ("" if ds == "summeval" else f"-{ds}")
+    for crit in criteria.split(","):
         print(f"== {crit}", flush=True)
         rep = RepEval(model=args.model, criterion=crit)
         tpl = template_for(crit)
         items = val_rows + test_rows
         reps = extract_cached(rep, [render(tpl, hyp=r["output"], src=r["source"]) for r in items], layers, tokens,
-                              args.cache / f"{tag}-{crit}-summeval-{len(test_docs)}{'' if nv == 20 else f'-v{nv}'}.npz")
+                              args.cache / f"{tag}-{crit}-{ds}-{len(test_docs)}{'' if nv == 20 else f'-v{nv}'}.npz")
         val, test = reps[: len(val_rows)], reps[len(val_rows):]
-        val_h = [r["human"][crit] for r in val_rows]
-        test_h = [r["human"][crit] for r in test_rows]
+        dims = HUMAN[ds].get(crit, [crit])
+        val_h = [r["human"][dims[0]] for r in val_rows]
+        test_hs = {d: [r["human"][d] for r in test_rows] for d in dims}
         val_g = [r["doc_id"] for r in val_rows]
         test_g = [r["doc_id"] for r in test_rows]
         # training sources: every candidate pair is extracted once; draws index into them
         # ASSET: the 20 best rows against the 20 worst (ASSET rows carry their source sentence)
         asset_all = pairs_from_scored(asset, ASSET_DIM[crit], k=20, seed=0, where="asset.jsonl")
-        refs = [(ref, r["source"]) for r in val_rows[::16] for ref in r["references"]]
+        if ds == "summeval":
+            refs = [(ref, r["source"]) for r in val_rows[::16] for ref in r["references"]]
+        else:
+            refs = [(r["output"], r["source"]) for r in val_rows if r["system_id"] in HUMAN_WRITTEN] * 2
         synth_all = synthetic_pairs([t for t, _ in refs], crit, seed=0, sources=[s for _, s in refs])
         synth_all = synth_all[:40]
         pools = {
@@ -124,10 +152,14 @@ def main(argv: list[str] | None = None) -> dict:
             if val_h[hi] > val_h[lo]:
                 idx_pairs.append((hi, lo))
         sv = np.stack([np.stack([val[h], val[lo]]) for h, lo in idx_pairs])  # [P, 2, T, L, H]
-        pools["summeval"] = (idx_pairs, sv.reshape(-1, *val.shape[1:]))
-        crit_res = {"paper": PAPER.get(crit), "rouge1": ROUGE1.get(crit),
-                    "rouge_test_docs": rouge_on(test_rows, crit), "runs": []}
-        print(f"  ROUGE on the same test docs (summary level): {crit_res['rouge_test_docs']}", flush=True)
+        pools[ds] = (idx_pairs, sv.reshape(-1, *val.shape[1:]))
+        crit_res = {"paper": PAPER[ds].get(crit), "human_dims": dims, "runs": [],
+                    "length_test_docs": {d: length_on(test_rows, d, test_g) for d in dims}}
+        if ds == "summeval":
+            crit_res["rouge1"] = ROUGE1.get(crit)
+            crit_res["rouge_test_docs"] = rouge_on(test_rows, crit)
+            print(f"  ROUGE on the same test docs (summary level): {crit_res['rouge_test_docs']}", flush=True)
+        print(f"  length in words on the same test docs: {crit_res['length_test_docs']}", flush=True)
         for source, (pairs, preps) in pools.items():
             good_all, bad_all = preps[0::2], preps[1::2]
             for k in (5, 20):
@@ -149,18 +181,28 @@ def main(argv: list[str] | None = None) -> dict:
                         ti, li = tokens.index(best.token), layers.index(best.layer)
                         fit = fit_direction(good_all[pick, ti, li], bad_all[pick, ti, li], method, n_comp, seed)
                         proj = test[:, ti, li] @ fit.direction
-                        per_seed.append({"seed": seed, "layer": best.layer, "token": best.token,
-                                         "val": best.validation,
-                                         "test_summary": grouped_spearman(proj, test_h, test_g),
-                                         "test_dataset": spearman(proj, test_h)})
-                    summ = [s["test_summary"] for s in per_seed]
-                    dset = [s["test_dataset"] for s in per_seed]
-                    run = {"source": source, "k": k, "method": spec,
-                           "test_summary_mean": float(np.mean(summ)), "test_summary_sd": float(np.std(summ)),
-                           "test_dataset_mean": float(np.mean(dset)), "seeds": per_seed}
+                        entry = {"seed": seed, "layer": best.layer, "token": best.token, "val": best.validation}
+                        for d, test_h in test_hs.items():
+                            sfx = "" if d == dims[0] else f"_{d}"
+                            entry["test_summary" + sfx] = grouped_spearman(proj, test_h, test_g)
+                            entry["test_dataset" + sfx] = spearman(proj, test_h)
+                        per_seed.append(entry)
+                    run = {"source": source, "k": k, "method": spec}
+                    for d in dims:
+                        sfx = "" if d == dims[0] else f"_{d}"
+                        summ = [s["test_summary" + sfx] for s in per_seed]
+                        dset = [s["test_dataset" + sfx] for s in per_seed]
+                        run.update({f"test_summary{sfx}_mean": float(np.mean(summ)),
+                                    f"test_summary{sfx}_sd": float(np.std(summ)),
+                                    f"test_dataset{sfx}_mean": float(np.mean(dset)),
+                                    f"test_dataset{sfx}_sd": float(np.std(dset))})
+                    run["seeds"] = per_seed
                     crit_res["runs"].append(run)
-                    print(f"  {source:9s} K={k:2d} {spec:4s} summary {run['test_summary_mean']:+.3f} "
+                    extra = "".join(f" | {d} summary {run[f'test_summary_{d}_mean']:+.3f} dataset "
+                                    f"{run[f'test_dataset_{d}_mean']:+.3f}" for d in dims[1:])
+                    print(f"  {source:12s} K={k:2d} {spec:4s} summary {run['test_summary_mean']:+.3f} "
                           f"(sd {run['test_summary_sd']:.3f}) dataset {run['test_dataset_mean']:+.3f} "
+                          f"(sd {run['test_dataset_sd']:.3f}){extra} "
                           f"picks {[(s['layer'], s['token']) for s in per_seed]}", flush=True)
         results["criteria"][crit] = crit_res
     if args.out:
