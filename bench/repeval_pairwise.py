@@ -1,6 +1,7 @@
 """RepEval pairwise: direction from PandaLM pairs, layer/token/method chosen on other PandaLM
 pairs, accuracy on the 221 HHH-alignment pairs; and the reverse (--reverse): direction from HHH
-pairs, layer/token chosen on other HHH pairs, accuracy on the PandaLM pairs.
+pairs, layer/token chosen on other HHH pairs, accuracy on the PandaLM pairs; and in-domain
+(also with --reverse): direction from HHH pairs, accuracy on 60 other, held-out HHH pairs.
 
 Each pair is represented twice with the "pairwise" template: better answer as A ("AB") and as
 B ("BA"); the direction is fitted on AB - BA; a test pair picks A when proj(AB) > proj(BA), so
@@ -46,6 +47,9 @@ def main(argv: list[str] | None = None) -> dict:
                     help="also fit on HHH (pool = the HHH pairs outside a --val sized validation draw) "
                          "and test on the --pool + --val PandaLM pairs")
     ap.add_argument("--methods", default="pca,mean,svm", help="pcaN = PCA with N components")
+    ap.add_argument("--template", default="pairwise",
+                    help="pairwise (both answers in one prompt, AB vs BA) or a single-answer template such as "
+                         "helpfulness (each answer scored alone; the higher projection wins)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args(argv)
     layers = [int(x) for x in args.layers.split(",")]
@@ -55,15 +59,19 @@ def main(argv: list[str] | None = None) -> dict:
     pool, valp = panda[: args.pool], panda[args.pool:]
     hhh_rows = read_jsonl(DATA / "hhh_alignment.jsonl")
     hhh = pairs_from_pairwise(hhh_rows, where="hhh_alignment.jsonl")
-    rep = RepEval(model=args.model, criterion="pairwise", max_tokens=args.max_tokens)
-    tpl = template_for("pairwise")
+    rep = RepEval(model=args.model, criterion=args.template, max_tokens=args.max_tokens)
+    tpl = template_for(args.template)
     tag = args.model.replace("/", "_")
 
     def reps_of(pairs: list[Pair], name: str) -> np.ndarray:
-        path = args.cache / f"{tag}-pairwise-{name}-{len(pairs)}.npz"
+        path = args.cache / f"{tag}-{args.template}-{name}-{len(pairs)}.npz"
         if path.is_file():
             return np.load(path)["reps"].astype(np.float32)
-        prompts = [render(tpl, a=x, b=y, question=p.question) for p in pairs for x, y in ((p.good, p.bad), (p.bad, p.good))]
+        if args.template == "pairwise":  # rows: AB (better answer first), BA
+            prompts = [render(tpl, a=x, b=y, question=p.question) for p in pairs
+                       for x, y in ((p.good, p.bad), (p.bad, p.good))]
+        else:  # rows: the better answer alone, the worse one alone
+            prompts = [render(tpl, hyp=x, question=p.question) for p in pairs for x in (p.good, p.bad)]
         t0 = time.time()
         out = rep.represent(prompts, layers=layers, tokens=tokens)
         print(f"  extracted {len(prompts)} prompts in {time.time() - t0:.0f}s ({name})", flush=True)
@@ -73,7 +81,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     pool_r, val_r, hhh_r = reps_of(pool, "pandalm-pool"), reps_of(valp, "pandalm-val"), reps_of(hhh, "hhh")
     longer = float(np.mean([len(p.good) > len(p.bad) for p in hhh]))
-    results = {"model": args.model, "hhh_pairs": len(hhh), "longer_answer": longer, "paper": PAPER, "runs": []}
+    results = {"model": args.model, "template": args.template, "hhh_pairs": len(hhh), "longer_answer": longer, "paper": PAPER, "runs": []}
     print(f"pick the longer answer: {longer:.3f} on {len(hhh)} HHH pairs")
     setups = [("pandalm->hhh", pool_r, val_r, hhh_r)]
     if args.reverse:
@@ -86,6 +94,14 @@ def main(argv: list[str] | None = None) -> dict:
         panda_longer = float(np.mean([len(p.good) > len(p.bad) for p in panda]))
         results["pandalm_pairs"], results["pandalm_longer_answer"] = len(panda), panda_longer
         print(f"pick the longer answer: {panda_longer:.3f} on {len(panda)} PandaLM pairs")
+        # in-domain, closest to the paper's HHH numbers: the same 60 validation pairs choose the
+        # layer, the next 60 HHH pairs are the test set, the remaining 101 the training pool
+        ht, hp_in = order[args.val: 2 * args.val], order[2 * args.val:]
+        both = lambda idx: np.stack([2 * idx, 2 * idx + 1], axis=1).ravel()  # noqa: E731
+        setups.append(("hhh->hhh", hhh_r[both(hp_in)], hhh_r[vpick2], hhh_r[both(ht)]))
+        held_longer = float(np.mean([len(hhh[i].good) > len(hhh[i].bad) for i in ht]))
+        results["hhh_heldout_pairs"], results["hhh_heldout_longer_answer"] = len(ht), held_longer
+        print(f"pick the longer answer: {held_longer:.3f} on the {len(ht)} held-out HHH test pairs")
     for name, train_r, vr, test_r in setups:
         for k in (5, 20):
             for spec in args.methods.split(","):
