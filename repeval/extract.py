@@ -119,6 +119,16 @@ def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
+def full_attention_only(config: Any) -> bool:
+    """True when every layer attends to the whole past (Llama, Qwen2 without its sliding window):
+    the only case where the shared-prefix cache is reused; sliding-window, chunked or recurrent
+    layers keep a different cache, and their texts simply run on their own."""
+    types = getattr(config, "layer_types", None)
+    if types is not None:
+        return all(t == "full_attention" for t in types)
+    return not (getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True))
+
+
 def prefix_groups(token_ids: Sequence[Sequence[int]], min_prefix: int, keep: int) -> list[tuple[int, list[int]]]:
     """Texts that share a token prefix of at least `min_prefix` tokens, as (prefix length, text
     indices) groups of two or more. The prefix stops `keep` tokens short of the shortest member,
@@ -186,7 +196,8 @@ def extract_hidden_states(
     depth = max(layer_idx)
     hidden = model.config.hidden_size
     out = np.zeros((len(texts), len(tokens), len(layer_idx), hidden), dtype=np.float32)
-    groups = prefix_groups(token_ids, min_shared_prefix, -min(tokens)) if min_shared_prefix else []
+    share = bool(min_shared_prefix) and full_attention_only(model.config)
+    groups = prefix_groups(token_ids, min_shared_prefix, -min(tokens)) if share else []
     grouped = {i for _, members in groups for i in members}
     order = sorted((i for i in range(len(texts)) if i not in grouped), key=lambda i: len(token_ids[i]))
     all_layers = decoder_layers(model)

@@ -210,6 +210,17 @@ def test_prefix_groups_share_only_long_common_prefixes():
     assert prefix_groups([], min_prefix=8, keep=1) == []
 
 
+def test_shared_prefix_only_for_full_attention_models():
+    from transformers import LlamaConfig, MistralConfig, Qwen2Config
+
+    from repeval.extract import full_attention_only
+
+    assert full_attention_only(LlamaConfig()) and full_attention_only(Qwen2Config())
+    # a sliding-window cache keeps only the last window: such models run every text on its own
+    assert not full_attention_only(MistralConfig(sliding_window=4096))
+    assert not full_attention_only(Qwen2Config(use_sliding_window=True, sliding_window=128, max_window_layers=0))
+
+
 def test_shared_prefix_pass_equals_separate_passes(smol):
     """Summaries of one article behind the same source run the source once; states must not change."""
     from repeval.extract import decoder_layers, extract_hidden_states
