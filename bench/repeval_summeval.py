@@ -5,7 +5,8 @@ Topical-Chat: a "doc" is one dialogue (its 6 responses); the fluency direction i
 human naturalness score and tested on naturalness and understandability; synthetic pairs corrupt
 the two human-written responses of each validation dialogue (twice each); the in-domain pool is
 the best vs worst response per validation dialogue. Topical-Chat has no references, so the
-baseline is the response length in words instead of ROUGE.
+baseline is the response length in words instead of ROUGE. SummEval also gets the share of the
+summary's trigrams copied from the source, a strong baseline for consistency.
 
 Training pairs (K = 5 and 20, five random draws each):
 - asset:     ASSET best vs worst rows (fluency for fluency/coherence, "meaning" for consistency)
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -47,6 +49,22 @@ HUMAN = {"summeval": {}, "topical_chat": {"fluency": ["naturalness", "understand
 HUMAN_WRITTEN = ("Original Ground Truth", "New Human Generated")
 
 
+def copy_rate_on(rows: list[dict], crit: str, groups: list) -> dict[str, float]:
+    """Share of the output's word trigrams found in its source (extractiveness), against the
+    human `crit` score: a trivial baseline that is strong for consistency, where copied text
+    cannot contradict the source."""
+    def grams(text: str) -> list[tuple[str, ...]]:
+        w = text.lower().split()
+        return [tuple(w[i:i + 3]) for i in range(len(w) - 2)]
+
+    rate = []
+    for r in rows:
+        src, out = set(grams(r["source"])), grams(r["output"])
+        rate.append(sum(g in src for g in out) / max(1, len(out)))
+    h = [r["human"][crit] for r in rows]
+    return {"summary": round(grouped_spearman(rate, h, groups), 3), "dataset": round(spearman(rate, h), 3)}
+
+
 def length_on(rows: list[dict], dim: str, groups: list) -> dict[str, float]:
     """Response length in words against the human `dim` score: per-doc mean and dataset level."""
     n = [len(r["output"].split()) for r in rows]
@@ -68,12 +86,22 @@ def rouge_on(rows: list[dict], crit: str) -> dict[str, float]:
     return out
 
 
-def extract_cached(rep: RepEval, prompts: list[str], layers: list[int], tokens: list[int], path: Path) -> np.ndarray:
+def extract_cached(rep: RepEval, prompts: list[str], layers: list[int], tokens: list[int], path: Path,
+                   head: Path | None = None) -> np.ndarray:
+    """Representations of `prompts`, cached at `path`. `head`: a cache of the first prompts of
+    this same list (a run on fewer test docs); its rows are reused and only the rest extracted."""
     if path.is_file():
         return np.load(path)["reps"].astype(np.float32)
+    done = np.load(head)["reps"].astype(np.float32) if head is not None and head.is_file() else None
+    if done is not None and (len(done) >= len(prompts) or done.shape[1:3] != (len(tokens), len(layers))):
+        done = None  # not a head of this list, or another layer/token grid
+    start = 0 if done is None else len(done)
     t0 = time.time()
-    reps = rep.represent(prompts, layers=layers, tokens=tokens)
-    print(f"  extracted {len(prompts)} prompts in {time.time() - t0:.0f}s -> {path.name}", flush=True)
+    reps = rep.represent(prompts[start:], layers=layers, tokens=tokens)
+    if done is not None:
+        reps = np.concatenate([done, reps])
+    print(f"  extracted {len(prompts) - start} prompts in {time.time() - t0:.0f}s -> {path.name}"
+          + (f" (first {start} from {head.name})" if start else ""), flush=True)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, reps=reps.astype(np.float16))
     return reps
@@ -121,8 +149,13 @@ def main(argv: list[str] | None = None) -> dict:
         rep = RepEval(model=args.model, criterion=crit)
         tpl = template_for(crit)
         items = val_rows + test_rows
+        vtag = "" if nv == 20 else f"-v{nv}"
+        smaller = sorted((int(m.group(1)), f) for f in args.cache.glob(f"{tag}-{crit}-{ds}-*{vtag}.npz")
+                         if (m := re.fullmatch(rf"{re.escape(f'{tag}-{crit}-{ds}-')}(\d+){vtag}\.npz", f.name))
+                         and int(m.group(1)) < len(test_docs))
         reps = extract_cached(rep, [render(tpl, hyp=r["output"], src=r["source"]) for r in items], layers, tokens,
-                              args.cache / f"{tag}-{crit}-{ds}-{len(test_docs)}{'' if nv == 20 else f'-v{nv}'}.npz")
+                              args.cache / f"{tag}-{crit}-{ds}-{len(test_docs)}{vtag}.npz",
+                              head=smaller[-1][1] if smaller else None)
         val, test = reps[: len(val_rows)], reps[len(val_rows):]
         dims = HUMAN[ds].get(crit, [crit])
         val_h = [r["human"][dims[0]] for r in val_rows]
@@ -158,7 +191,9 @@ def main(argv: list[str] | None = None) -> dict:
         if ds == "summeval":
             crit_res["rouge1"] = ROUGE1.get(crit)
             crit_res["rouge_test_docs"] = rouge_on(test_rows, crit)
-            print(f"  ROUGE on the same test docs (summary level): {crit_res['rouge_test_docs']}", flush=True)
+            crit_res["copy_rate_test_docs"] = copy_rate_on(test_rows, crit, test_g)
+            print(f"  ROUGE on the same test docs (summary level): {crit_res['rouge_test_docs']}; "
+                  f"source trigram copy rate: {crit_res['copy_rate_test_docs']}", flush=True)
         print(f"  length in words on the same test docs: {crit_res['length_test_docs']}", flush=True)
         for source, (pairs, preps) in pools.items():
             good_all, bad_all = preps[0::2], preps[1::2]
