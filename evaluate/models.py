@@ -34,6 +34,15 @@ _DTYPES = ("bfloat16", "float16", "float32")
 _CONVERT_LOCK = threading.Lock()  # the shared-reader patch is process-wide
 
 
+def common_prefix(a: Any, b: Any) -> int:
+    """Length of the common prefix of two token-id sequences (shared-prefix cache reuse)."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
 def cpu_flags() -> set[str]:
     """The CPU feature flags the kernel reports (Linux /proc/cpuinfo); empty where unreadable."""
     try:

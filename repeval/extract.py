@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from evaluate.errors import InputError
+from evaluate.models import common_prefix
 
 # The truncation and the hooks modify the (shared) model object for the length of a pass.
 _MODEL_LOCK = threading.RLock()
@@ -110,15 +111,6 @@ def tokenize(tokenizer: Any, texts: Sequence[str], max_tokens: int | None) -> li
     return out
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 def full_attention_only(config: Any) -> bool:
     """True when every layer attends to the whole past (Llama, Qwen2 without its sliding window):
     the only case where the shared-prefix cache is reused; sliding-window, chunked or recurrent
@@ -144,7 +136,7 @@ def prefix_groups(token_ids: Sequence[Sequence[int]], min_prefix: int, keep: int
                 groups.append((length, list(members)))
 
     for i in order[1:]:
-        n = min(shared, _common_prefix(token_ids[members[-1]], token_ids[i]))
+        n = min(shared, common_prefix(token_ids[members[-1]], token_ids[i]))
         if n >= min_prefix:
             members.append(i)
             shared = n

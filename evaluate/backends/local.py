@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from ..errors import InputError
-from ..models import ModelInfo, load_causal_lm, resolve_dtype, resolve_model
+from ..models import ModelInfo, common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 
 
@@ -36,14 +36,6 @@ class _Slot:
 
     ids: list[int]
     cache: Any  # transformers DynamicCache
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 class LocalBackend(Backend):
@@ -191,7 +183,7 @@ class LocalBackend(Backend):
         best, shared = None, 0
         if self.prefix_reuse:
             for slot in self._slots:
-                n = _common_prefix(slot.ids, ids)
+                n = common_prefix(slot.ids, ids)
                 if n > shared and self._reusable(slot):
                     best, shared = slot, n
         shared = min(shared, len(ids) - 1)  # at least one token must run to get the next-token logits
@@ -209,7 +201,7 @@ class LocalBackend(Backend):
         if extra > 0:
             cache.crop(-extra)  # transformers 5: a negative count removes that many tokens
         # a slot whose prompt is a prefix of this one can serve nothing this one cannot
-        self._slots = [s for s in self._slots if _common_prefix(s.ids, ids) < len(s.ids)]
+        self._slots = [s for s in self._slots if common_prefix(s.ids, ids) < len(s.ids)]
         self._slots.insert(0, _Slot(ids=list(ids), cache=cache))
         del self._slots[self.prefix_slots:]
 
