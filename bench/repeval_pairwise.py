@@ -33,6 +33,11 @@ DATA = ROOT / ".." / "shared" / "data" / "metaeval"
 PAPER = {5: 0.950, 20: 0.977}
 
 
+def rows_of(pair_idx: np.ndarray) -> np.ndarray:
+    """Representation rows of the given pairs (each pair has two consecutive rows)."""
+    return np.stack([2 * pair_idx, 2 * pair_idx + 1], axis=1).ravel()
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="SmolLM2-135M-Instruct")
@@ -87,8 +92,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.reverse:
         order = np.random.default_rng(0).permutation(len(hhh))
         hv, hp = order[: args.val], order[args.val:]
-        pick2 = np.stack([2 * hp, 2 * hp + 1], axis=1).ravel()
-        vpick2 = np.stack([2 * hv, 2 * hv + 1], axis=1).ravel()
+        pick2, vpick2 = rows_of(hp), rows_of(hv)
         panda_r = np.concatenate([pool_r, val_r])
         setups.append(("hhh->pandalm", hhh_r[pick2], hhh_r[vpick2], panda_r))
         panda_longer = float(np.mean([len(p.good) > len(p.bad) for p in panda]))
@@ -97,8 +101,7 @@ def main(argv: list[str] | None = None) -> dict:
         # in-domain, closest to the paper's HHH numbers: the same 60 validation pairs choose the
         # layer, the next 60 HHH pairs are the test set, the remaining 101 the training pool
         ht, hp_in = order[args.val: 2 * args.val], order[2 * args.val:]
-        both = lambda idx: np.stack([2 * idx, 2 * idx + 1], axis=1).ravel()  # noqa: E731
-        setups.append(("hhh->hhh", hhh_r[both(hp_in)], hhh_r[vpick2], hhh_r[both(ht)]))
+        setups.append(("hhh->hhh", hhh_r[rows_of(hp_in)], hhh_r[vpick2], hhh_r[rows_of(ht)]))
         held_longer = float(np.mean([len(hhh[i].good) > len(hhh[i].bad) for i in ht]))
         results["hhh_heldout_pairs"], results["hhh_heldout_longer_answer"] = len(ht), held_longer
         print(f"pick the longer answer: {held_longer:.3f} on the {len(ht)} held-out HHH test pairs")

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict:
     ds = args.dataset
     criteria = args.criteria or ("fluency" if ds == "topical_chat" else "fluency,coherence,consistency")
     rows = read_jsonl(DATA / f"{ds}.jsonl")
-    if ds == "topical_chat":  # doc_id is a truncated first turn (not unique); the dialogue is
+    if ds == "topical_chat":  # doc_id is a truncated first turn (not unique): group by the dialogue
         for r in rows:
             r["doc_id"] = r["source"]
     asset = read_jsonl(DATA / "asset.jsonl")
