@@ -61,15 +61,18 @@ def copy_rate_on(rows: list[dict], crit: str, groups: list) -> dict[str, float]:
     for r in rows:
         src, out = set(grams(r["source"])), grams(r["output"])
         rate.append(sum(g in src for g in out) / max(1, len(out)))
-    h = [r["human"][crit] for r in rows]
-    return {"summary": round(grouped_spearman(rate, h, groups), 3), "dataset": round(spearman(rate, h), 3)}
+    return against_humans(rate, rows, crit, groups)
 
 
 def length_on(rows: list[dict], dim: str, groups: list) -> dict[str, float]:
     """Response length in words against the human `dim` score: per-doc mean and dataset level."""
-    n = [len(r["output"].split()) for r in rows]
+    return against_humans([len(r["output"].split()) for r in rows], rows, dim, groups)
+
+
+def against_humans(pred: list[float], rows: list[dict], dim: str, groups: list) -> dict[str, float]:
+    """A baseline's Spearman with the human `dim` score: per-doc mean ("summary") and over all rows."""
     h = [r["human"][dim] for r in rows]
-    return {"summary": round(grouped_spearman(n, h, groups), 3), "dataset": round(spearman(n, h), 3)}
+    return {"summary": round(grouped_spearman(pred, h, groups), 3), "dataset": round(spearman(pred, h), 3)}
 
 
 def rouge_on(rows: list[dict], crit: str) -> dict[str, float]:

@@ -223,6 +223,8 @@ def test_shared_prefix_only_for_full_attention_models():
 
 def test_shared_prefix_pass_equals_separate_passes(smol):
     """Summaries of one article behind the same source run the source once; states must not change."""
+    import torch
+
     from repeval.extract import decoder_layers, extract_hidden_states
 
     model, tok, _ = smol
@@ -241,16 +243,10 @@ def test_shared_prefix_pass_equals_separate_passes(smol):
     finally:
         hook.remove()
     assert n_shared < n_separate / 2  # the ~100-token source ran once, not four times
-    tol = 1e-4 if model.dtype == torch_float32() else 0.05
+    tol = 1e-4 if model.dtype == torch.float32 else 0.05
     for i in range(len(texts)):
         rel = np.linalg.norm(shared[i] - separate[i]) / np.linalg.norm(separate[i])
         assert rel < tol, (i, rel)  # wrong positions or a lost prefix give O(1) errors
-
-
-def torch_float32():
-    import torch
-
-    return torch.float32
 
 
 @pytest.fixture(scope="module")
