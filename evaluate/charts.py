@@ -91,7 +91,8 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
         top = max((a["mean"] for d in by_name.values() for a in d.values()), default=1.0)
         ax.set_ylim(0, min(1.1, max(0.1, top * 1.25)))
     n_text = f"n={min(ns)}" if len(ns) == 1 else f"n={min(ns)}-{max(ns)}" if ns else ""
-    ax.set_title(f"{family} - {category}  ({n_text} items per model; error bars: 95% CI of the mean)")
+    # two lines: on a one-metric chart the whole note does not fit in one line of the narrow figure
+    ax.set_title(f"{family} - {category}\n({n_text} items per model; error bars: 95% CI of the mean)", fontsize=10)
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
