@@ -19,12 +19,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluate.models import load_causal_lm  # noqa: E402
+from evaluate.backends.weights import load_causal_lm  # noqa: E402
 from repeval.extract import extract_hidden_states  # noqa: E402
 from repeval.pairs import read_jsonl  # noqa: E402
 from repeval.templates import render, template_for  # noqa: E402

@@ -5,6 +5,9 @@
 - `charts/<Family>/overview.png`: a table-like heatmap, one row per category and score, one column
   per model; each cell shows the mean, colour-scaled within its row (best model in the row is
   darkest), so "which model wins where" is visible at a glance.
+- `charts/GPT/battle_<a>__vs__<b>.png`: drawn from `battles/<a>__vs__<b>.json`.
+
+Charts know result files, not evaluators: a score's range comes from its signature (`scale`).
 """
 
 from __future__ import annotations
@@ -13,10 +16,33 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .results import ModelResults, safe_name
+from .core.io import safe_name
+from .results import ModelResults
 
-SCALES = {"Metrics": "0-1", "UniEval": "P(Yes), 0-1", "GPT": "judge score, 1-5", "SAGEval": "score, 1-5",
-          "RepEval": "projection (higher is better)"}
+
+def signature_scale(sig: dict[str, Any] | None) -> tuple[float, float] | None:
+    """A signature's `scale` as (low, high): [1, 5], "0-1" and "1-5" are read; None when it has none."""
+    scale = (sig or {}).get("scale")
+    if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(isinstance(v, (int, float)) for v in scale):
+        return float(scale[0]), float(scale[1])
+    if isinstance(scale, str):
+        import re
+
+        m = re.match(r"\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)", scale)
+        if m:
+            return float(m.group(1)), float(m.group(2))
+    return None
+
+
+def family_scale(results: list[ModelResults], family: str) -> tuple[float, float] | None:
+    """The common scale of a family's scores (from their signatures); None when they differ or have none."""
+    scales = {signature_scale(sig) for res in results for key, sig in res.signatures.items()
+              if key.partition("/")[0] == family}
+    return scales.pop() if len(scales) == 1 else None
+
+
+def scale_label(scale: tuple[float, float] | None) -> str:
+    return f"score, {scale[0]:g}-{scale[1]:g}" if scale else "score (unbounded; higher is better)"
 
 
 def _plt():
@@ -52,13 +78,16 @@ def write_charts(save_path: Path, results: list[ModelResults]) -> list[Path]:
     for family, cats in _collect(results).items():
         folder = save_path / "charts" / safe_name(family)
         folder.mkdir(parents=True, exist_ok=True)
+        scale = family_scale(results, family)
         for cat, by_name in sorted(cats.items()):
-            written.append(_bars(plt, folder / f"{safe_name(cat)}.png", family, cat, by_name, models, colors))
-        written.append(_overview(plt, folder / "overview.png", family, cats, models))
+            written.append(_bars(plt, folder / f"{safe_name(cat)}.png", family, cat, by_name, models, colors, scale))
+        written.append(_overview(plt, folder / "overview.png", family, cats, models, scale))
+    written.extend(write_battle_charts(save_path))
     return written
 
 
-def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: list[str], colors) -> Path:
+def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: list[str], colors,
+          scale: tuple[float, float] | None) -> Path:
     names = list(by_name)
     n_models = len(models)
     width = 0.8 / n_models
@@ -84,12 +113,12 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
                         textcoords="offset points", ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(names)))
     ax.set_xticklabels(names, rotation=30 if len(names) > 4 else 0, ha="right" if len(names) > 4 else "center")
-    ax.set_ylabel(SCALES.get(family, "score"))
-    if family in ("GPT", "SAGEval"):
-        ax.set_ylim(1, 5.4)
-    elif family in ("Metrics", "UniEval"):
-        top = max((a["mean"] for d in by_name.values() for a in d.values()), default=1.0)
-        ax.set_ylim(0, min(1.1, max(0.1, top * 1.25)))
+    ax.set_ylabel(scale_label(scale))
+    if scale and scale[0] >= 1:  # a rating scale: the bars start at its lowest score
+        ax.set_ylim(scale[0], scale[1] + 0.1 * (scale[1] - scale[0]))
+    elif scale:
+        top = max((a["mean"] for d in by_name.values() for a in d.values()), default=scale[1])
+        ax.set_ylim(scale[0], min(scale[1] * 1.1, max(0.1 * scale[1], top * 1.25)))
     n_text = f"n={min(ns)}" if len(ns) == 1 else f"n={min(ns)}-{max(ns)}" if ns else ""
     # two lines: on a one-metric chart the whole note does not fit in one line of the narrow figure
     ax.set_title(f"{family} - {category}\n({n_text} items per model; error bars: 95% CI of the mean)", fontsize=10)
@@ -101,7 +130,7 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
     return path
 
 
-def _overview(plt, path: Path, family: str, cats: dict, models: list[str]) -> Path:
+def _overview(plt, path: Path, family: str, cats: dict, models: list[str], scale: tuple[float, float] | None) -> Path:
     rows = [(cat, name) for cat in sorted(cats) for name in cats[cat]]
     values = [[cats[c][n].get(m, {}).get("mean") for m in models] for c, n in rows]
     fig_h = max(2.5, 0.28 * len(rows) + 1.5)
@@ -121,9 +150,73 @@ def _overview(plt, path: Path, family: str, cats: dict, models: list[str]) -> Pa
     ax.xaxis.tick_top()
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{c} / {n}" for c, n in rows], fontsize=8)
-    ax.set_title(f"{family}: mean per category and score ({SCALES.get(family, 'score')}); darker = better in its row",
+    ax.set_title(f"{family}: mean per category and score ({scale_label(scale)}); darker = better in its row",
                  fontsize=9, pad=24)
     fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None or x != x else f"{x:.3f}"
+
+
+def write_battle_charts(save_path: Path) -> list[Path]:
+    """charts/GPT/battle_<a>__vs__<b>.png from each battles/<a>__vs__<b>.json.
+
+    Two panels when the judge gave log-probabilities: the parsed verdicts (a verdict that flips
+    with the order is a tie) and the probability-weighted ones (sign of the mean weighted score
+    margin over both orders). A small judge often ties nearly everything on the first and still
+    separates the models on the second, so a chart of one alone would mislead."""
+    import json
+
+    written = []
+    for src in sorted((save_path / "battles").glob("*__vs__*.json")):
+        try:
+            data = json.loads(src.read_text(encoding="utf-8"))
+            s, cats = data["summary"], data.get("by_category", {})
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        written.append(_battle_chart(save_path, src.stem, s, cats))
+    return written
+
+
+def _battle_chart(save_path: Path, stem: str, s: dict, cats: dict) -> Path:
+    plt = _plt()
+    model_a, model_b = s["model_a"], s["model_b"]
+    names = list(cats) + ["(all)"]
+    summaries = list(cats.values()) + [s]
+    panels = [("parsed verdicts", summaries, "judged in both orders; a verdict that flips is a tie")]
+    if s.get("weighted"):
+        panels.append(("probability-weighted verdicts",
+                       [x.get("weighted") or {"items": 0, "wins": 0, "ties": 0, "losses": 0} for x in summaries],
+                       "sign of the mean weighted score margin over both orders"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 0.45 * len(names) + 1.9),
+                             squeeze=False, sharey=True)
+    for ax, (title, rows, xlabel) in zip(axes[0], panels):
+        left = [0.0] * len(names)
+        for key, color, label in (("wins", "#2ca02c", f"{model_a} wins"), ("ties", "#bbbbbb", "tie"),
+                                  ("losses", "#d62728", f"{model_b} wins"), ("invalid", "#ffffff", "invalid")):
+            vals = [r.get(key, 0) / max(1, r["items"]) for r in rows]
+            ax.barh(names, vals, left=left, color=color, edgecolor="#666666", label=label)
+            for i, (v, r) in enumerate(zip(vals, rows)):
+                if v > 0.06:
+                    ax.text(left[i] + v / 2, i, str(r.get(key, 0)), ha="center", va="center", fontsize=8)
+            left = [a + b for a, b in zip(left, vals)]
+        rate, ci = rows[-1].get("win_rate"), rows[-1].get("win_rate_ci95") or [None, None]
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(f"share of questions ({xlabel})", fontsize=8)
+        ax.set_title(f"{title}: win rate of {model_a} {_fmt(rate)} (95% CI {_fmt(ci[0])}-{_fmt(ci[1])})",
+                     fontsize=9)
+    axes[0][0].invert_yaxis()
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.suptitle(f"Battle: {model_a} vs {model_b}", fontsize=10)
+    fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.93), ncol=4)
+    fig.tight_layout(rect=(0, 0, 1, 0.86))
+    folder = save_path / "charts" / "GPT"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"battle_{stem}.png"
     fig.savefig(path)
     plt.close(fig)
     return path

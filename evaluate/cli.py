@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from .config import RunConfig, load_config, parse_config
-from .errors import InputError
-from .families import FAMILIES
+from .core.errors import InputError
+from .families import family_names
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
 
@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         "by judge.api_key_env); never written to any file")
     p.add_argument("--gpt_with_reference", action="store_true", default=None,
                    help="give the target answer to the judge as a reference")
-    p.add_argument("--only", nargs="+", metavar="FAMILY", help=f"run only these families ({', '.join(FAMILIES)})")
+    p.add_argument("--only", nargs="+", metavar="FAMILY", help=f"run only these families ({', '.join(family_names())})")
     p.add_argument("--skip", nargs="+", metavar="FAMILY", help="skip these families")
     p.add_argument("--limit", type=int, metavar="N",
                    help="only the first N records of each category (same ids for every model): a quick run")

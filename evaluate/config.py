@@ -16,9 +16,11 @@ unchanged. This project adds, all optional:
 Relative paths inside a config file are resolved against the file's folder; paths given on the
 command line are resolved against the current directory.
 
-This module checks the *shape* of the config (types, known keys). Whether the names inside a
-category are known (metrics, prompts, UniEval dimensions...) is checked by `validate.py`, once
-the answer files say which categories are used.
+This module checks the config when it loads: the shape (types, known keys), every option block
+against its dataclass (`judge` -> JudgeOptions, each family's block -> its `Options`, every
+`metric_options` entry by building the metric), with key paths and did-you-mean. Whether the
+names inside a category are known (metrics, prompts, UniEval dimensions...) is checked by each
+family's `validate` (runner.build_plan), once the answer files say which categories are used.
 """
 
 from __future__ import annotations
@@ -29,20 +31,27 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InputError
-from .families import FAMILIES
-from .registry import suggest
+from .backends.options import JudgeOptions
+from .core.errors import ConfigError
+from .core.io import read_structured  # noqa: F401  (re-exported: config files are read with it)
+from .core.options import parse_options, short as _short, type_name as _type_name
+from .core.registry import suggest
+from .families import FAMILY_REGISTRY, family_names
+from .families.metrics import check_metric_options
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-TOP_LEVEL_KEYS = (
+BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
-    "judge", "gpt_with_reference", "metric_options", "unieval", "repeval", "sageval", "battle", "limit",
+    "judge", "gpt_with_reference", "metric_options", "battle", "limit",
 )
-JUDGE_KEYS = (
-    "backend", "model", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
-    "temperature", "cache", "mode", "both_orders", "price", "dtype", "max_tokens", "explain", "lookahead",
-)
+
+
+def top_level_keys() -> tuple[str, ...]:
+    """The keys a config may have: the base ones and each registered family's options block."""
+    return BASE_KEYS + tuple(k for k in (FAMILY_REGISTRY._items[n].options_key for n in family_names()) if k)
+
+
 LANGUAGES = ("en", "cn")
 SECRET_KEYS = ("api_key", "key", "openai_key", "openai_api_key")
 
@@ -53,24 +62,7 @@ class AnswerFile:
     path: Path
 
 
-@dataclass
-class JudgeConfig:
-    backend: str = "local"  # "local" (transformers) or "openai" (any OpenAI-compatible server)
-    model: str = "Qwen2.5-Coder-1.5B-Instruct"
-    base_url: str | None = None
-    api_key_env: str = "OPENAI_API_KEY"
-    concurrency: int = 8
-    timeout: float = 60.0
-    max_retries: int = 5
-    temperature: float = 0.0
-    cache: bool | str = True  # True: <save_path>/judge_cache.sqlite; a string: that path; False: off
-    mode: str = "auto"  # "auto" | "logprobs" | "generate"
-    both_orders: bool = True
-    price: dict[str, float] | None = None
-    dtype: str = "auto"  # local judge: "auto" (bfloat16 with AMX, else float32), "bfloat16", "float32"
-    max_tokens: int = 512
-    explain: bool = True  # battle: let the judge explain after the two scores (False: scores line only)
-    lookahead: int = 3  # local judge: most tokens drafted per step by prompt-lookup decoding (0: off)
+JudgeConfig = JudgeOptions  # the `judge:` block (evaluate.backends.options)
 
 
 @dataclass
@@ -88,9 +80,8 @@ class RunConfig:
     judge: JudgeConfig = field(default_factory=JudgeConfig)
     gpt_with_reference: bool = False
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    unieval: dict[str, Any] = field(default_factory=dict)
-    repeval: dict[str, Any] = field(default_factory=dict)
-    sageval: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # family name -> its parsed Options dataclass
+    blocks: dict[str, Any] = field(default_factory=dict)  # options key -> the block as written (manifest)
     battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
     limit: int | None = None  # only the first N records of each category (a quick run); None: all
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
@@ -116,12 +107,16 @@ class RunConfig:
             "judge": asdict(self.judge),
             "gpt_with_reference": self.gpt_with_reference,
             "metric_options": self.metric_options,
-            "unieval": self.unieval,
-            "repeval": self.repeval,
-            "sageval": self.sageval,
+            **{key: self.blocks.get(key, {}) for key in top_level_keys() if key not in BASE_KEYS},
             "limit": self.limit,
             "battle": self.battle,
         }
+
+    def family_options(self, family: str) -> Any:
+        """The parsed options of `family` (its defaults when the config has no block for it)."""
+        if family not in self.options:
+            self.options[family] = FAMILY_REGISTRY.get(family).Options()
+        return self.options[family]
 
     def resolve(self, value: str | Path) -> Path:
         """A path written in the config file, relative to that file's folder."""
@@ -130,31 +125,6 @@ class RunConfig:
     def default_prompt(self, kind: str) -> Path:
         """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language."""
         return REPO_ROOT / "prompts" / f"{kind}_prompt_{self.language}.json"
-
-
-def read_structured(path: Path, what: str = "config") -> Any:
-    """Parse a JSON or YAML file (by extension; .yaml/.yml are YAML, everything else JSON)."""
-    if not path.exists():
-        raise InputError(f"{path}: {what} file not found")
-    if path.is_dir():
-        raise InputError(f"{path}: expected a {what} file, found a folder")
-    text = path.read_text(encoding="utf-8-sig")
-    if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
-
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: not valid YAML: {exc}") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-
-
-def _type_name(value: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
 
 
 class _Checker:
@@ -180,11 +150,6 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
     return types if isinstance(types, tuple) else (types,)
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _resolve(base: Path | None, value: str) -> Path:
     p = Path(value).expanduser()
     if not p.is_absolute() and base is not None:
@@ -200,7 +165,7 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         raise ConfigError([f"expected a mapping at the top level, got {_type_name(raw)}"], src)
     base = source.resolve().parent if source else None
     cfg = RunConfig(source=source, raw=raw)
-    chk.unknown_keys(raw, TOP_LEVEL_KEYS, "(top level)")
+    chk.unknown_keys(raw, top_level_keys(), "(top level)")
 
     lang = raw.get("language", "en")
     if chk.expect(lang, str, "language", '"en" or "cn"'):
@@ -225,10 +190,11 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
                 entry = {}
             if not chk.expect(entry, dict, where, "a mapping family -> list of names"):
                 continue
-            chk.unknown_keys(entry, FAMILIES, where)
+            known_families = tuple(family_names())
+            chk.unknown_keys(entry, known_families, where)
             fams: dict[str, list[str]] = {}
             for fam, names in entry.items():
-                if fam not in FAMILIES:
+                if fam not in known_families:
                     continue
                 if names is None:
                     names = []
@@ -276,8 +242,13 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
 
     judge = raw.get("judge", {}) or {}
     if chk.expect(judge, dict, "judge", "a mapping of judge settings"):
-        chk.unknown_keys({k: v for k, v in judge.items() if k.lower() not in SECRET_KEYS}, JUDGE_KEYS, "judge")
-        _parse_judge(judge, cfg.judge, chk)
+        secrets = [k for k in judge if str(k).lower() in SECRET_KEYS]
+        if secrets:
+            chk.problems.append("judge: put the API key in an environment variable and name it in "
+                                "judge.api_key_env; keys are never read from config files")
+        given = {k: v for k, v in judge.items() if k not in secrets and v is not None}
+        cfg.judge, problems = parse_options(JudgeOptions, given, "judge")
+        chk.problems.extend(problems)
 
     for key in ("gpt_with_reference",):
         value = raw.get(key)
@@ -293,59 +264,23 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         else:
             cfg.limit = value
 
-    for key, attr in (("metric_options", "metric_options"), ("unieval", "unieval"), ("repeval", "repeval"),
-                      ("sageval", "sageval")):
-        value = raw.get(key)
-        if value is not None and chk.expect(value, dict, key, "a mapping"):
-            setattr(cfg, attr, value)
+    value = raw.get("metric_options")
+    if value is not None and chk.expect(value, dict, "metric_options", "a mapping METRIC -> {option: value}"):
+        cfg.metric_options = value
+        chk.problems.extend(check_metric_options(value, cfg.language))
+
+    for fam in family_names():  # each family's block, checked against its Options dataclass
+        cls = FAMILY_REGISTRY._items[fam]
+        if not cls.options_key:
+            continue
+        block = raw.get(cls.options_key)
+        cfg.blocks[cls.options_key] = block if block is not None else {}
+        cfg.options[fam], problems = parse_options(cls.Options, block, cls.options_key)
+        chk.problems.extend(problems)
 
     if chk.problems:
         raise ConfigError(chk.problems, src)
     return cfg
-
-
-def _parse_judge(judge: dict, out: JudgeConfig, chk: _Checker) -> None:
-    spec: dict[str, tuple[type | tuple[type, ...], str]] = {
-        "backend": (str, '"local" or "openai"'),
-        "model": (str, "a model name or path"),
-        "base_url": (str, "a URL"),
-        "api_key_env": (str, "the name of an environment variable"),
-        "concurrency": (int, "a positive integer"),
-        "timeout": ((int, float), "seconds"),
-        "max_retries": (int, "a non-negative integer"),
-        "temperature": ((int, float), "a number"),
-        "cache": ((bool, str), "true, false or a path"),
-        "mode": (str, '"auto", "logprobs" or "generate"'),
-        "both_orders": (bool, "true or false"),
-        "price": (dict, "a mapping {prompt: $ per 1M tokens, completion: $ per 1M tokens}"),
-        "dtype": (str, '"auto", "bfloat16" or "float32"'),
-        "max_tokens": (int, "a positive integer"),
-        "explain": (bool, "true or false"),
-        "lookahead": (int, "a non-negative integer"),
-    }
-    for key, value in judge.items():
-        if key not in spec or value is None:
-            continue
-        types, what = spec[key]
-        if not chk.expect(value, types, f"judge.{key}", what):
-            continue
-        setattr(out, key, value)
-    if out.backend not in ("local", "openai"):
-        chk.problems.append(f'judge.backend: expected "local" or "openai", got "{out.backend}"'
-                            f"{suggest(out.backend, ['local', 'openai'])}")
-    if out.mode not in ("auto", "logprobs", "generate"):
-        chk.problems.append(f'judge.mode: expected "auto", "logprobs" or "generate", got "{out.mode}"')
-    if out.concurrency < 1:
-        chk.problems.append(f"judge.concurrency: expected a positive integer, got {out.concurrency}")
-    if out.max_retries < 0:
-        chk.problems.append(f"judge.max_retries: expected a non-negative integer, got {out.max_retries}")
-    if out.lookahead < 0:
-        chk.problems.append(f"judge.lookahead: expected a non-negative integer, got {out.lookahead}")
-    if out.dtype not in ("auto", "bfloat16", "float32"):
-        chk.problems.append(f'judge.dtype: expected "auto", "bfloat16" or "float32", got "{out.dtype}"')
-    if any(str(k).lower() in SECRET_KEYS for k in judge):
-        chk.problems.append("judge: put the API key in an environment variable and name it in judge.api_key_env; "
-                            "keys are never read from config files")
 
 
 def load_config(path: Path) -> RunConfig:

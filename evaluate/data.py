@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, InputError
-from .records import Record
+from .core.errors import ConfigError, InputError
+from .core.records import Record
+from .core.io import parse_jsonl, read_text
 
 REQUIRED = {"category": str, "instruction": str, "output": str}
 MAX_LISTED = 10
@@ -34,11 +35,7 @@ class AnswerSet:
 
 def read_records_raw(path: Path) -> list[tuple[str, Any]]:
     """(location, object) pairs from a JSON list or a JSONL file; location is "record 3" or "line 7"."""
-    if not path.exists():
-        raise InputError(f"{path}: file not found")
-    if path.is_dir():
-        raise InputError(f"{path}: expected a JSON or JSONL file, found a folder")
-    text = path.read_text(encoding="utf-8-sig")
+    text = read_text(path, "answer")
     stripped = text.lstrip()
     if not stripped:
         raise InputError(f"{path}: the file is empty; expected a JSON list of records or JSON Lines")
@@ -55,16 +52,8 @@ def read_records_raw(path: Path) -> list[tuple[str, Any]]:
             data = None
         if isinstance(data, dict):
             raise InputError(f"{path}: expected a JSON list of records (or JSON Lines), found a single object")
-    out = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            out.append((f"line {lineno}", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {lineno}: not valid JSON ({exc.msg}); expected one record per line"
-                             " (JSON Lines) or a JSON list") from None
-    return out
+    hint = "; expected one record per line (JSON Lines) or a JSON list"
+    return [(f"line {n}", obj) for n, obj in parse_jsonl(text, path, hint)]
 
 
 def _record_id(value: Any) -> str | None:

@@ -33,22 +33,18 @@ from typing import Any
 import numpy as np
 
 from .config import parse_config
-from .errors import InputError
-from .families import FAMILIES, get_family
-from .records import Record
-from .results import atomic_write_json
+from .core.errors import InputError
+from types import SimpleNamespace
+
+from .backends.pool import JudgePool
+from .families import Context, family_names, get_family
+from .families.gpt import battle_judge
+from .core.records import Record
+from .core.io import atomic_write_json, read_jsonl as core_read_jsonl
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise InputError(f"{path}: file not found")
-    rows = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{path}: line {i}: not valid JSON ({exc.msg})") from None
+    rows = [row for _, row in core_read_jsonl(path, "meta-evaluation data")]
     if not rows:
         raise InputError(f"{path}: no rows")
     return rows
@@ -57,10 +53,10 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 def parse_evaluator(spec: str) -> tuple[str, str]:
     if ":" in spec:
         fam, _, name = spec.partition(":")
-        if fam not in FAMILIES and fam != "baseline":
-            from .registry import suggest
+        if fam not in family_names() and fam != "baseline":
+            from .core.registry import suggest
 
-            raise InputError(f'--evaluator "{spec}": unknown family "{fam}"{suggest(fam, list(FAMILIES))}')
+            raise InputError(f'--evaluator "{spec}": unknown family "{fam}"{suggest(fam, family_names())}')
         return fam, name
     if spec.lower() in ("length", "baseline:length"):
         return "baseline", "Length"
@@ -100,9 +96,13 @@ def row_record(row: dict[str, Any], idx: int, output_key: str = "output") -> Rec
 
 def score_records(evaluators: list[tuple[str, str]], records: list[Record], language: str,
                   options: dict[str, dict[str, Any]], extra_config: dict[str, Any],
-                  config_source: Path | None = None) -> tuple[list[dict[str, float | None]], dict]:
+                  config_source: Path | None = None,
+                  memos: dict[str, dict] | None = None) -> tuple[list[dict[str, float | None]], dict]:
     """Per record: score key -> value (None when invalid). Returns (scores, signatures).
-    `config_source`: the --config file, against which relative paths in `extra_config` resolve."""
+    `config_source`: the --config file, against which relative paths in `extra_config` resolve.
+    Each family gets the same kind of context as in a run: the records (so RepEval fits its
+    synthetic pairs on the rows' references, with their sources), a judge pool, a memo (`memos`
+    keeps fitted directions and loaded models between calls on the same rows)."""
     out: list[dict[str, float | None]] = [{} for _ in records]
     sigs: dict[str, Any] = {}
     by_family: dict[str, list[str]] = {}
@@ -119,26 +119,36 @@ def score_records(evaluators: list[tuple[str, str]], records: list[Record], lang
             continue
         raw["category"][category][fam] = names
     cfg = parse_config(raw, config_source)
-    for fam, names in by_family.items():
-        if fam == "baseline":
-            continue
-        try:
-            family = get_family(fam)
-        except KeyError:
-            raise InputError(f"evaluator family {fam} is not available in this version") from None
-        problems = family.validate(cfg, category, names, f"--evaluator {fam}", used=True)
-        if problems:
-            raise InputError("; ".join(problems))
-        result = family.run(cfg, category, names, records)
-        family.close()
-        for i, item in enumerate(result.items):
-            for k, v in item.scores.items():
-                out[i][f"{fam}/{k}"] = v
-            for k in item.invalid:
-                out[i][f"{fam}/{k}"] = None
-        for k, sig in result.signatures.items():
-            sigs[f"{fam}/{k}"] = sig
+    sets = [SimpleNamespace(name="meta-eval", path=config_source, records=list(records))]
+    memos = {} if memos is None else memos
+    judges = JudgePool()
+    try:
+        for fam, names in by_family.items():
+            if fam == "baseline":
+                continue
+            try:
+                family = get_family(fam)
+            except KeyError:
+                raise InputError(f"evaluator family {fam} is not available in this version") from None
+            ctx = Context(cfg=cfg, options=cfg.family_options(fam), sets=sets, model="meta-eval", judges=judges,
+                          memo=memos.setdefault(fam, {}), family=fam)
+            problems = family.validate(ctx, category, names, f"--evaluator {fam}", used=True)
+            if problems:
+                raise InputError("; ".join(problems))
+            _collect(out, sigs, fam, family.score(ctx, category, names, records))
+    finally:
+        judges.close()
     return out, sigs
+
+
+def _collect(out: list[dict[str, float | None]], sigs: dict, fam: str, result: Any) -> None:
+    for i, item in enumerate(result.items):
+        for k, v in item.scores.items():
+            out[i][f"{fam}/{k}"] = v
+        for k in item.invalid:
+            out[i][f"{fam}/{k}"] = None
+    for k, sig in result.signatures.items():
+        sigs[f"{fam}/{k}"] = sig
 
 
 def _corr(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
@@ -244,19 +254,22 @@ def _pairwise_report(report, rows, evs, language, options, extra_config, config_
     report["signatures"], report["pairwise"] = {}, {}
     report["row_ids"] = [r.id for r in recs_a]
     if scored:
-        sa, sigs = score_records(scored, recs_a, language, options, extra_config, config_source)
-        sb, _ = score_records(scored, recs_b, language, options, extra_config, config_source)
+        memos: dict[str, dict] = {}  # one fit of a RepEval direction serves both sides
+        sa, sigs = score_records(scored, recs_a, language, options, extra_config, config_source, memos)
+        sb, _ = score_records(scored, recs_b, language, options, extra_config, config_source, memos)
         report["signatures"].update(sigs)
         for key in sorted({k for d in sa for k in d}):
             report["pairwise"][key] = pairwise_accuracy(rows, [d.get(key) for d in sa], [d.get(key) for d in sb])
     if battles:
-        family = get_family("GPT")
         raw = {"language": language, "category": {}, **extra_config}
-        judge = family.battle_judge(parse_config(raw, config_source))
+        cfg = parse_config(raw, config_source)
+        judges = JudgePool()
+        ctx = Context(cfg=cfg, options=cfg.family_options("GPT"), judges=judges, family="GPT")
         try:
+            judge = battle_judge(ctx)
             result = judge.run({"response_a": recs_a, "response_b": recs_b})[0]
         finally:
-            family.close()
+            judges.close()
         report["signatures"]["GPT/battle"] = judge.signature()
         report["pairwise"]["GPT/battle"] = battle_accuracy(rows, result)
     return report

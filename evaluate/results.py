@@ -17,59 +17,17 @@ keeps everything computed before the interruption.
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import math
-import os
-import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .records import Record
-from .scores import ItemScores
+from .core.io import atomic_write_json, atomic_write_text, safe_name, sha256_text  # noqa: F401  (re-exported)
+from .core.records import Record
+from .core.scores import ItemScores
 
 SCHEMA = "llm-eval-results/1"
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=2, default=_json_default) + "\n")
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, Path):
-        return str(obj)
-    if hasattr(obj, "to_dict"):
-        return obj.to_dict()
-    if hasattr(obj, "tolist"):
-        return obj.tolist()
-    if hasattr(obj, "item"):
-        return obj.item()
-    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def safe_name(name: str) -> str:
-    """A model name as a file name (keeps letters, digits, '.', '_', '-')."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
-    return cleaned or "model"
 
 
 def _finite(v: Any) -> bool:

@@ -12,7 +12,8 @@ import sys
 import time
 import traceback
 import uuid
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -20,9 +21,10 @@ from typing import Any, Callable
 from . import __version__
 from .config import RunConfig
 from .data import AnswerSet, load_answer_sets
-from .errors import ConfigError, InputError
-from .families import FAMILIES, Family, get_family
-from .records import Record
+from .core.errors import ConfigError, InputError
+from .backends.pool import JudgePool
+from .families import Context, Family, family_names, get_family
+from .core.records import Record
 from .results import ModelResults, atomic_write_json, load_all, write_summary_csv
 
 
@@ -35,10 +37,11 @@ class Plan:
     items: dict[str, dict[str, int]]  # model -> category -> records
     skipped: dict[str, int]  # category without a config entry -> records (per model)
     work: dict[str, dict[str, int]] = field(default_factory=dict)  # family -> {"scores": n, "judge_calls": n}
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # family -> its resolved options
 
     def to_dict(self) -> dict[str, Any]:
         return {"families": self.families, "categories": self.categories, "items": self.items,
-                "skipped_categories": self.skipped, "work": self.work}
+                "skipped_categories": self.skipped, "work": self.work, "options": self.options}
 
     def describe(self) -> str:
         lines = [f"families: {', '.join(self.families) or '(none)'}"]
@@ -55,26 +58,38 @@ class Plan:
                          + ", ".join(f"{c} ({n} records)" for c, n in self.skipped.items()))
         for fam, work in self.work.items():
             lines.append(f"work {fam}: " + ", ".join(f"{k}={v}" for k, v in work.items()))
+        for fam, opts in self.options.items():
+            lines.append(f"options {fam}: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}"
+                                                        for k, v in opts.items()))
         return "\n".join(lines)
 
 
 def select_families(only: list[str] | None, skip: list[str] | None) -> list[str]:
-    from .registry import suggest
+    from .core.registry import suggest
 
+    known = family_names()
     for flag, names in (("--only", only), ("--skip", skip)):
         for name in names or []:
-            if name not in FAMILIES:
-                raise InputError(f'{flag}: unknown evaluator family "{name}"{suggest(name, list(FAMILIES))} '
-                                 f"(known: {', '.join(FAMILIES)})")
-    chosen = list(only) if only else list(FAMILIES)
-    return [f for f in FAMILIES if f in chosen and f not in (skip or [])]
+            if name not in known:
+                raise InputError(f'{flag}: unknown evaluator family "{name}"{suggest(name, known)} '
+                                 f"(known: {', '.join(known)})")
+    chosen = list(only) if only else known
+    return [f for f in known if f in chosen and f not in (skip or [])]
 
 
-def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str]) -> tuple[Plan, dict[str, Family]]:
+def family_context(cfg: RunConfig, fam: str, sets: list[AnswerSet], **kw: Any) -> Context:
+    """The context a family's calls get: config, its options, every model's records (and, in a run,
+    the judge pool, the save path and the per-run memo)."""
+    return Context(cfg=cfg, options=cfg.family_options(fam), sets=sets, family=fam, **kw)
+
+
+def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
+               contexts: dict[str, Context] | None = None) -> tuple[Plan, dict[str, Family]]:
     """Validate every name the run will use and count the work. Raises ConfigError with all problems."""
     used = {r.category for s in sets for r in s.records}
     problems: list[str] = []
     fam_objs: dict[str, Family] = {}
+    contexts = {} if contexts is None else contexts
     for fam in families:
         if any(entry.get(fam) for entry in cfg.categories.values()):
             try:
@@ -82,12 +97,14 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str]) -> tu
             except KeyError:
                 problems.append(f"{fam}: this evaluator family is not available in this version; "
                                 f"run with --skip {fam}")
+    for fam in fam_objs:
+        contexts.setdefault(fam, family_context(cfg, fam, sets))
     categories: dict[str, dict[str, list[str]]] = {}
     for cat, entry in cfg.categories.items():
         for fam, obj in fam_objs.items():
             names = entry.get(fam) or []
             if names:
-                problems.extend(obj.validate(cfg, cat, names, f"category.{cat}.{fam}", used=cat in used))
+                problems.extend(obj.validate(contexts[fam], cat, names, f"category.{cat}.{fam}", used=cat in used))
         if cat in used:
             active = {f: entry[f] for f in fam_objs if entry.get(f)}
             categories[cat] = active
@@ -99,7 +116,7 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str]) -> tu
     for cat in sorted(used - set(cfg.categories)):
         skipped[cat] = max(items[s.name].get(cat, 0) for s in sets)
     for fam, obj in fam_objs.items():
-        problems.extend(obj.validate_run(cfg, sets, categories))
+        problems.extend(obj.validate_run(contexts[fam], categories))
     if problems:
         raise ConfigError(problems, str(cfg.source) if cfg.source else None)
     work: dict[str, dict[str, int]] = {}
@@ -108,14 +125,23 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str]) -> tu
         for s in sets:
             for cat, fams in categories.items():
                 if fam in fams:
-                    for k, v in obj.plan(cfg, cat, fams[fam], items[s.name].get(cat, 0)).items():
+                    for k, v in obj.plan(contexts[fam], cat, fams[fam], items[s.name].get(cat, 0)).items():
                         total[k] = total.get(k, 0) + v
-        for k, v in obj.plan_run(cfg, sets, categories).items():
+        for k, v in obj.plan_run(contexts[fam], categories).items():
             total[k] = total.get(k, 0) + v
         work[fam] = total
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
-                skipped=skipped, work=work)
+                skipped=skipped, work=work,
+                options={f: asdict(contexts[f].options) for f in fam_objs if is_dataclass(contexts[f].options)
+                         and fields(contexts[f].options)})
     return plan, fam_objs
+
+
+def with_scale(signatures: dict[str, dict[str, Any]], family: Family) -> dict[str, dict[str, Any]]:
+    """Every signature says the range of its score (charts and comparisons read it from there): the
+    family's declared `scale` where the evaluator did not state one (null: unbounded)."""
+    scale = list(family.scale) if family.scale else None
+    return {k: sig if "scale" in sig else {**sig, "scale": scale} for k, sig in signatures.items()}
 
 
 def limit_records(sets: list[AnswerSet], n: int) -> None:
@@ -153,7 +179,9 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
     if cfg.limit:
         limit_records(sets, cfg.limit)
-    plan, fam_objs = build_plan(cfg, sets, families)
+    judges = JudgePool(api_key=cfg.openai_key)
+    contexts: dict[str, Context] = {}
+    plan, fam_objs = build_plan(cfg, sets, families, contexts)
     if dry_run:
         return {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}
 
@@ -171,6 +199,8 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     }
     _write_manifest(save, manifest)
     log(plan.describe())
+    for fam, ctx in contexts.items():  # the run's contexts: the judge pool, the save path, a log, a fresh memo
+        contexts[fam] = family_context(cfg, fam, sets, judges=judges, save_path=save, log=log)
     try:
         for s in sets:
             res = ModelResults.open(save, s.name, str(s.path), s.records)
@@ -185,8 +215,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 for fam, names in fams.items():
                     t0 = time.time()
                     try:
-                        fam_objs[fam].model = s.name
-                        out = fam_objs[fam].run(cfg, cat, names, recs)
+                        out = fam_objs[fam].score(contexts[fam].for_model(s.name), cat, names, recs)
                     except InputError:
                         raise
                     except Exception as exc:  # one broken evaluator must not lose the rest of the run
@@ -196,13 +225,13 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                         log(f"error: {s.name} / {cat} / {fam}: {type(exc).__name__}: {exc}")
                         _write_manifest(save, manifest)
                         continue
-                    res.add(fam, cat, recs, out.items, out.signatures, out.corpus)
+                    res.add(fam, cat, recs, out.items, with_scale(out.signatures, fam_objs[fam]), out.corpus)
                     res.save(save, run_id)
                     log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {time.time() - t0:.1f}s")
             res.save(save, run_id)
         for fam, obj in fam_objs.items():
             try:
-                extra = obj.run_all(cfg, sets, plan.categories, save, log)
+                extra = obj.score_run(contexts[fam], plan.categories)
                 if extra:
                     manifest.setdefault("outputs", {})[fam] = extra
             except InputError:
@@ -211,15 +240,14 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
                                            "traceback": traceback.format_exc(limit=5)})
                 log(f"error: {fam}: {type(exc).__name__}: {exc}")
-            manifest["usage"][fam] = obj.usage()
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         manifest["errors"].append({"error": f"{type(exc).__name__}: {exc}"})
         raise
     finally:
-        for obj in fam_objs.values():
-            obj.close()
+        manifest["usage"] = judges.usage()
+        judges.close()
         manifest["finished"] = _iso(time.time())
         all_results = load_all(save)
         manifest["outputs_files"] = {

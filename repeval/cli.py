@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 
 from .estimator import RepEval
 from .pairs import (as_pairs, load_pairs_jsonl, pairs_from_pairwise, pairs_from_scored, read_jsonl,

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 
 METHODS = ("pca", "mean", "svm")
 

@@ -19,8 +19,8 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from evaluate.errors import InputError
-from evaluate.models import common_prefix
+from evaluate.core.errors import InputError
+from evaluate.backends.weights import common_prefix
 
 # The truncation and the hooks modify the (shared) model object for the length of a pass.
 _MODEL_LOCK = threading.RLock()

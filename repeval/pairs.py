@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import defaultdict
@@ -21,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
+from evaluate.core.io import read_jsonl as core_read_jsonl
 
 
 @dataclass(frozen=True)
@@ -57,18 +57,7 @@ def as_pairs(items: Iterable[Any], where: str = "pairs") -> list[Pair]:
 
 
 def read_jsonl(path: Path) -> list[dict]:
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{n}: not valid JSON ({exc.msg})") from None
-    return rows
+    return [row for _, row in core_read_jsonl(Path(path), "pairs")]
 
 
 def load_pairs_jsonl(path: Path) -> list[Pair]:

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 
 from .direction import fit_direction
 

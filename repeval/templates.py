@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import string
 from pathlib import Path
 
-from evaluate.errors import InputError
-from evaluate.registry import suggest
+from evaluate.core.errors import InputError
+from evaluate.core.registry import suggest
+from evaluate.core.templates import fill, placeholders
 
 TEMPLATES_FILE = Path(__file__).with_name("templates.json")
 PLACEHOLDERS = {"hyp", "src", "question", "a", "b"}
@@ -20,7 +20,7 @@ def load_templates(path: Path = TEMPLATES_FILE) -> dict[str, str]:
 
 def fields(template: str) -> set[str]:
     """The placeholders a template uses; unknown ones -> InputError."""
-    names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    names = placeholders(template)
     unknown = names - PLACEHOLDERS
     if unknown:
         raise InputError(f"template {template[:60]!r}: unknown placeholder(s) {sorted(unknown)}; "
@@ -47,4 +47,4 @@ def render(template: str, *, hyp: str = "", src: str | None = None, question: st
     for name in fields(template):
         if values[name] is None:
             raise InputError(f"{where or 'item'}: the template needs {{{name}}} but none was given")
-    return template.format(**{k: ("" if v is None else v) for k, v in values.items()})
+    return fill(template, {k: ("" if v is None else v) for k, v in values.items()})

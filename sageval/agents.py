@@ -15,11 +15,11 @@ digits, the weighted score means little and the score stated in the JSON reply i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from evaluate.backends.base import Backend, Completion, JudgeRequest
+from evaluate.core.expected import expected_score
 
 from .aspects import SCORE_MAX, SCORE_MIN
 from .parsing import REPLY, ParsedReply, close_cut_reply
@@ -129,7 +129,6 @@ def ask_json(backend: Backend, requests: Sequence[JudgeRequest], parse: Callable
     return exchanges
 
 
-DIGITS = {str(i): i for i in range(SCORE_MIN, SCORE_MAX + 1)}
 
 
 @dataclass(frozen=True)
@@ -139,19 +138,9 @@ class Weighted:
 
 
 def weighted_score(top_logprobs: dict[str, float]) -> Weighted:
-    """sum(i * p(i)) / sum(p(i)) over the digit tokens of one position's top log-probabilities.
-
-    Tokens are compared after stripping whitespace, so " 4" and "4" both count as 4.
-    """
-    probs = {i: 0.0 for i in DIGITS.values()}
-    for token, lp in top_logprobs.items():
-        i = DIGITS.get(token.strip())
-        if i is not None and lp is not None and math.isfinite(lp):
-            probs[i] += math.exp(lp)
-    mass = sum(probs.values())
-    if mass <= 0.0:
-        return Weighted(None, 0.0)
-    return Weighted(sum(i * p for i, p in probs.items()) / mass, mass)
+    """The expected score over the digit tokens "1".."5" of one position (`evaluate.core.expected`)."""
+    got = expected_score(top_logprobs, low=SCORE_MIN, high=SCORE_MAX, min_mass=0.0)
+    return Weighted(got.value, got.mass)
 
 
 def ask_weighted(backend: Backend, requests: Sequence[JudgeRequest], progress: Progress | None = None,

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from evaluate.errors import InputError
-from evaluate.registry import suggest
+from evaluate.core.errors import InputError
+from evaluate.core.registry import suggest
 
 ASPECTS_FILE = Path(__file__).with_name("aspects.json")
 KINDS = ("score", "label")

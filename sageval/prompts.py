@@ -10,19 +10,18 @@ are placeholders; a template that uses another `{name}` fails at load time, ever
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evaluate.backends.base import JudgeRequest
-from evaluate.errors import InputError
-from evaluate.records import Record
+from evaluate.core.errors import InputError
+from evaluate.core.records import Record
+from evaluate.core.templates import fill, placeholders
 
 from .aspects import Aspect, file_hash
 
 PROMPTS_FILE = Path(__file__).with_name("prompts.json")
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # template path -> (placeholders it may use, required?)
 PLACEHOLDERS: dict[str, tuple[frozenset[str], bool]] = {
@@ -52,18 +51,6 @@ PLACEHOLDERS: dict[str, tuple[frozenset[str], bool]] = {
     "sage.score_user": (frozenset({"item", "aspect_name", "definition", "steps",
                                    "evaluator_score", "evaluator_reason"}), True),
 }
-
-
-def fill(template: str, values: Mapping[str, Any]) -> str:
-    """Replace each `{name}` of the template with `str(values[name])`, in one pass.
-
-    A `{name}` whose name is not in `values` is left as it is (it is literal text).
-    """
-    def repl(m: re.Match[str]) -> str:
-        name = m.group(1)
-        return str(values[name]) if name in values else m.group(0)
-
-    return _PLACEHOLDER.sub(repl, template)
 
 
 def _get(data: dict[str, Any], dotted: str) -> Any:
@@ -109,7 +96,7 @@ def load_prompts(path: str | Path | None = None, language: str = "en") -> Prompt
         if not isinstance(text, str):
             problems.append(f"{language}.{name}: must be a string, got {type(text).__name__}")
             continue
-        unknown = sorted({m.group(1) for m in _PLACEHOLDER.finditer(text)} - allowed)
+        unknown = sorted(placeholders(text) - allowed)
         if unknown:
             problems.append(f"{language}.{name}: unknown placeholder(s) {unknown}; "
                             f"allowed here: {sorted(allowed) or 'none'}")

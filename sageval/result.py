@@ -10,7 +10,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluate.scores import ItemScores
+from evaluate.core.scores import ItemScores
 
 from .aspects import Aspect
 from .parsing import NewAspect, aspect_key

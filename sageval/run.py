@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from evaluate.backends.base import Backend
-from evaluate.errors import InputError
-from evaluate.records import Record
-from evaluate.scores import Invalid, ItemScores
+from evaluate.core.errors import InputError
+from evaluate.core.records import Record
+from evaluate.core.scores import Invalid, ItemScores
 
 from .agents import Exchange, Progress, Weighted, ask_json, ask_weighted
 from .aspects import ASPECTS_FILE, Aspect, file_hash, load_aspects, resolve_aspects
@@ -132,7 +132,7 @@ def run_sage(backend: Backend, records: Sequence[Record], aspects: Sequence[str 
         raise InputError(f"run_sage: max_new_aspects must be from 0 to 10, got {max_new_aspects}")
     for i, rec in enumerate(records):
         if not isinstance(rec, Record):
-            raise InputError(f"run_sage: records[{i}] must be an evaluate.records.Record, got {type(rec).__name__}")
+            raise InputError(f"run_sage: records[{i}] must be an evaluate.core.records.Record, got {type(rec).__name__}")
     sage_backend = sage_backend or backend
     known = load_aspects(aspects_file, language)
     chosen = resolve_aspects(aspects, known)

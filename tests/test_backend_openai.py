@@ -12,8 +12,8 @@ import pytest
 
 from evaluate.backends.base import BackendError, JudgeRequest
 from evaluate.backends.openai_compat import OpenAICompatBackend, _merge_top, scrub_url
-from evaluate.backends.runner import RetryPolicy, call_with_retries
-from evaluate.errors import InputError
+from evaluate.backends.retry import RetryPolicy, call_with_retries
+from evaluate.core.errors import InputError
 
 try:
     from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply, fake_openai  # noqa: F401
@@ -263,7 +263,7 @@ def test_models_endpoint_lists_the_fake_model(fake_openai: FakeOpenAIServer) -> 
 
 def test_run_ordered_abort_keeps_in_flight_results_and_starts_nothing_new() -> None:
     from evaluate.backends.base import Completion
-    from evaluate.backends.runner import run_ordered
+    from evaluate.backends.retry import run_ordered
 
     started: list[int] = []
     handed: list[int] = []

@@ -11,7 +11,7 @@ import pytest
 from evaluate.backends.base import Backend, Completion, JudgeRequest
 from evaluate.backends.cache import CachedBackend
 from evaluate.backends.openai_compat import OpenAICompatBackend
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 
 try:
     from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply, fake_openai  # noqa: F401
@@ -224,7 +224,7 @@ def test_a_file_that_is_not_sqlite_is_an_input_error(tmp_path: Path) -> None:
 
 
 def test_one_progress_bar_counts_ok_failed_cached(server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evaluate.backends import runner
+    from evaluate.backends import retry as runner
 
     bars: list[runner.Progress] = []
     real = runner.Progress

@@ -2,10 +2,8 @@
 
 import csv
 import json
-import shutil
 from pathlib import Path
 
-import pytest
 
 from evaluate.cli import main
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from evaluate.config import load_config, parse_config
-from evaluate.errors import ConfigError, InputError
+from evaluate.core.errors import ConfigError, InputError
 
 
 def test_colossalai_configs_load_unchanged(colossal):

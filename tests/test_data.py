@@ -5,7 +5,7 @@ import json
 import pytest
 
 from evaluate.data import load_answer_sets, load_records
-from evaluate.errors import ConfigError, InputError
+from evaluate.core.errors import ConfigError, InputError
 
 
 def rec(i, cat="chat", out="an answer", target="ref"):

@@ -142,7 +142,9 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
     chart must show both, or a reader sees only grey ties."""
     import matplotlib.image as mpimg
 
-    from evaluate.families.gpt import _battle_chart
+    from evaluate.charts import write_battle_charts
+    from evaluate.core.io import atomic_write_json
+    from evaluate.families.gpt import by_category
     from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
 
     def item(i, weighted):
@@ -153,7 +155,10 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
     with_w = BattleResult("a", "b", [item(i, [(7.9, 7.1), (7.2, 7.6)]) for i in range(3)])
     assert with_w.summary()["weighted"]["wins"] == 3 and with_w.summary()["ties"] == 3
     without = BattleResult("c", "d", [item(i, [None, None]) for i in range(3)])
-    _battle_chart(tmp_path, [with_w, without])
+    for res in (with_w, without):  # charts are drawn from the battle files, as a run writes them
+        atomic_write_json(tmp_path / "battles" / f"{res.model_a}__vs__{res.model_b}.json",
+                          {**res.to_dict(), "by_category": by_category(res)})
+    write_battle_charts(tmp_path)
     two = mpimg.imread(tmp_path / "charts" / "GPT" / "battle_a__vs__b.png")
     one = mpimg.imread(tmp_path / "charts" / "GPT" / "battle_c__vs__d.png")
     assert two.shape[0] == one.shape[0] and two.shape[1] == 2 * one.shape[1]  # a second panel, same height

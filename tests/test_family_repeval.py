@@ -3,7 +3,6 @@
 import json
 from pathlib import Path
 
-import pytest
 
 from evaluate.cli import main
 
@@ -28,11 +27,11 @@ def test_repeval_family_scores_answers(tmp_path, capsys):
 
 
 def test_unknown_criterion_and_missing_direction(tmp_path, capsys):
-    cfg = {"category": {"chat": {"RepEval": ["fluenc", "consistency"]}}, "save_path": str(tmp_path / "o"),
+    cfg = {"category": {"chat": {"RepEval": ["fluenc", "meaning"]}}, "save_path": str(tmp_path / "o"),
            "answers": [{"name": "a", "path": str(EN / "answers_model_a.json")}]}
     path = tmp_path / "c.json"
     path.write_text(json.dumps(cfg))
     assert main(["--config", str(path), "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert 'unknown RepEval criterion "fluenc"; did you mean "fluency"' in err
-    assert 'RepEval "consistency" needs repeval.directions.consistency' in err
+    assert 'RepEval "meaning" needs repeval.directions.meaning' in err

@@ -61,10 +61,11 @@ def test_cn_config_may_name_aspects_in_chinese(tmp_path):
     """A cn run validates its SAGEval list against the cn aspects (Chinese names and aliases work),
     and an unknown name is still reported with its category."""
     from evaluate.config import parse_config
-    from evaluate.families import get_family
+    from evaluate.families import Context, get_family
 
     fam = get_family("SAGEval")
     cfg = parse_config({"language": "cn", "category": {}}, tmp_path / "c.json")
-    assert fam.validate(cfg, "survey", ["公平性", "准确度", "cohesion"], "category.survey", used=True) == []
-    problems = fam.validate(cfg, "survey", ["不存在的维度"], "category.survey", used=True)
+    ctx = Context(cfg=cfg, options=cfg.family_options("SAGEval"), family="SAGEval")
+    assert fam.validate(ctx, "survey", ["公平性", "准确度", "cohesion"], "category.survey", used=True) == []
+    problems = fam.validate(ctx, "survey", ["不存在的维度"], "category.survey", used=True)
     assert len(problems) == 1 and "category.survey" in problems[0]

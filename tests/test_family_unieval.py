@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from evaluate.cli import main
-from evaluate.families.unieval import yes_probability
+from evaluate.core.expected import yes_probability
 
 try:
     from tests.fake_openai_server import Reply, fake_openai  # noqa: F401

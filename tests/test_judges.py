@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from evaluate.backends.base import Backend, BackendError, Completion, JudgeRequest
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 from evaluate.judges import (aggregate, battle, battle_all, fit_bradley_terry, load_battle_prompt,
                              load_evaluation_prompts, rank, rate, wilson_interval)
 from evaluate.judges.battle import BattleItem, BattleResult
 from evaluate.judges.rating import RatingJudge
-from evaluate.records import Record
+from evaluate.core.records import Record
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"
 COLOSSAL = SHARED / "data" / "colossalai" / "Chat" / "evaluate"

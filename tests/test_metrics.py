@@ -13,7 +13,7 @@ import pytest
 from sacrebleu.metrics.bleu import BLEU
 from sacrebleu.metrics.chrf import CHRF
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 from evaluate.metrics import METRICS, MetricInput, build
 from evaluate.metrics import common, parallel
 from evaluate.metrics import overlap as overlap_mod

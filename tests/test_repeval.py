@@ -12,7 +12,7 @@ import random
 import numpy as np
 import pytest
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 from repeval import RepEval
 from repeval.direction import fit_direction
 from repeval.pairs import (Pair, corrupt_coherence, corrupt_consistency, corrupt_fluency, pairs_from_pairwise,
@@ -44,7 +44,7 @@ BAD = [garble(t, i) for i, t in enumerate(GOOD)]
 @pytest.fixture(scope="session")
 def smol():
     try:
-        from evaluate.models import load_causal_lm
+        from evaluate.backends.weights import load_causal_lm
 
         return load_causal_lm("SmolLM2-135M-Instruct")
     except InputError as exc:

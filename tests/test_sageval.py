@@ -12,8 +12,8 @@ from typing import Callable
 import pytest
 
 from evaluate.backends.base import Backend, BackendError, Completion, JudgeRequest
-from evaluate.errors import InputError
-from evaluate.records import Record
+from evaluate.core.errors import InputError
+from evaluate.core.records import Record
 from sageval import (
     EVALUATOR_SUFFIX, extract_json_object, fill, load_aspects, load_prompts, parse_evaluator_reply,
     parse_sage_reply, resolve_aspects, run_sage, validate_aspects,
@@ -485,9 +485,10 @@ def _key_paths(node, prefix=""):
 
 
 def _placeholders(text: str) -> set[str]:
-    from sageval.prompts import PLACEHOLDERS, _PLACEHOLDER
+    from evaluate.core.templates import placeholders
+    from sageval.prompts import PLACEHOLDERS
     known = set().union(*(allowed for allowed, _ in PLACEHOLDERS.values()))
-    return {m.group(1) for m in _PLACEHOLDER.finditer(text)} & known
+    return placeholders(text) & known
 
 
 def test_cn_prompts_match_en_key_for_key_and_placeholder_for_placeholder():

@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import unieval  # noqa: E402
-from evaluate.errors import InputError  # noqa: E402
+from evaluate.core.errors import InputError  # noqa: E402
 from unieval import DIMENSIONS, boolean_prob, build_inputs, combine, parse_name, split_sentences  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared"

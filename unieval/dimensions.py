@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from evaluate.errors import InputError
-from evaluate.registry import suggest
+from evaluate.core.errors import InputError
+from evaluate.core.registry import suggest
 
 Field = Literal["output", "source", "reference", "context"]
 Unit = Literal["whole", "sentence"]

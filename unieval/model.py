@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 
 from .dimensions import CHECKPOINTS, DIMENSIONS, get_dimension
 from .questions import build_inputs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from evaluate.errors import InputError
+from evaluate.core.errors import InputError
 
 from .dimensions import ARGUMENT, Dimension, field_meaning, get_dimension
 from .sentences import split_sentences

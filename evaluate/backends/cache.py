@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from .base import Backend, Completion, JudgeRequest, ProgressFn
-from .runner import progress_bar
-from ..errors import InputError
+from .retry import progress_bar
+from ..core.errors import InputError
 
 SCHEMA_VERSION = 1
 # Signature fields that never change what the judge answers; excluded from the key so that

@@ -25,8 +25,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import InputError
-from ..models import ModelInfo, common_prefix, load_causal_lm, resolve_dtype, resolve_model
+from ..core.errors import InputError
+from .weights import ModelInfo, common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 
 

@@ -20,8 +20,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import openai
 
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
-from .runner import ResultFn, RetryPolicy, call_with_retries, progress_bar, run_ordered
-from ..errors import InputError
+from .retry import ResultFn, RetryPolicy, call_with_retries, progress_bar, run_ordered
+from ..core.errors import InputError
 
 log = logging.getLogger("evaluate.backends.openai")
 

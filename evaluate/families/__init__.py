@@ -1,92 +1,40 @@
 """Evaluator families: the keys of a category's config entry.
 
-ColossalAI's schema has `GPT`, `Metrics` and `UniEval`; this project adds `RepEval` and
-`SAGEval`. Each family
-- validates the names a category lists, before anything expensive runs (`validate`),
-- says how much work a run would do, for --dry-run (`plan`),
-- scores one model's records of one category (`run`), returning one ItemScores per record
-  and a signature per score name (how each number was made).
+Each module of this folder declares one family with `@register_family` (see `base.py`); they are
+all imported here, so adding a family is adding a file. Families from other packages register
+the same way when imported, or through the `llm_eval.families` entry point group.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+import importlib
+import pkgutil
+from importlib.metadata import entry_points
 
-from ..scores import ItemScores
+from .base import FAMILY_REGISTRY, Context, Family, FamilyOutput, NoOptions, register_family  # noqa: F401
 
-if TYPE_CHECKING:
-    from ..config import RunConfig
-    from ..records import Record
-
-FAMILIES: tuple[str, ...] = ("GPT", "Metrics", "UniEval", "RepEval", "SAGEval")
+BUILTIN = ("GPT", "Metrics", "UniEval", "RepEval", "SAGEval")  # ColossalAI's three first, then this project's
 
 
-@dataclass
-class FamilyOutput:
-    items: list[ItemScores]
-    signatures: dict[str, dict[str, Any]] = field(default_factory=dict)  # score name -> signature
-    corpus: dict[str, float] = field(default_factory=dict)  # score name -> corpus-level value, where defined
+def _discover() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_") and info.name != "base":
+            importlib.import_module(f"{__name__}.{info.name}")
+    for ep in entry_points(group="llm_eval.families"):
+        ep.load()
 
 
-class Family:
-    name: str = ""
-    model: str | None = None  # the model whose records `run` is scoring; set by the runner
+_discover()
 
-    def validate(self, cfg: "RunConfig", category: str, names: list[str], where: str, *, used: bool) -> list[str]:
-        """Problems with `names` for `category` (each message starts with `where`).
 
-        `used` says whether any answer record has this category: checks that depend on the data
-        (a prompt entry, a checkpoint path) only matter then; unknown names are errors always."""
-        return []
-
-    def plan(self, cfg: "RunConfig", category: str, names: list[str], n_items: int) -> dict[str, int]:
-        """What a run would do for one model's `n_items` records, e.g. {"scores": 30, "judge_calls": 0}."""
-        return {"scores": n_items * len(names)}
-
-    def run(self, cfg: "RunConfig", category: str, names: list[str], records: Sequence["Record"]) -> FamilyOutput:
-        raise NotImplementedError
-
-    def validate_run(self, cfg: "RunConfig", sets: Sequence[Any], categories: dict[str, dict[str, list[str]]]) -> list[str]:
-        """Problems that involve the whole run (all models), e.g. a battle prompt file."""
-        return []
-
-    def plan_run(self, cfg: "RunConfig", sets: Sequence[Any], categories: dict[str, dict[str, list[str]]]) -> dict[str, int]:
-        """Run-wide work beyond the per-category `plan`, e.g. battle calls."""
-        return {}
-
-    def run_all(self, cfg: "RunConfig", sets: Sequence[Any], categories: dict[str, dict[str, list[str]]],
-                save: Any, log: Any) -> dict[str, Any] | None:
-        """Run-wide work after every model was scored (battles, summaries); returns files written."""
-        return None
-
-    def usage(self) -> dict[str, Any]:
-        """Judge usage (calls, tokens, cost) for the manifest."""
-        return {}
-
-    def close(self) -> None:
-        """Free models or connections held between categories."""
+def family_names() -> list[str]:
+    """Every registered family, the built-in ones first (their order is the order they run in)."""
+    names = FAMILY_REGISTRY.names()
+    return [n for n in BUILTIN if n in names] + [n for n in names if n not in BUILTIN]
 
 
 def get_family(name: str) -> Family:
-    if name == "Metrics":
-        from .metrics import MetricsFamily
-
-        return MetricsFamily()
-    if name == "GPT":
-        from .gpt import GPTFamily
-
-        return GPTFamily()
-    if name == "RepEval":
-        from .repeval import RepEvalFamily
-
-        return RepEvalFamily()
-    if name == "SAGEval":
-        from .sageval import SAGEvalFamily
-
-        return SAGEvalFamily()
-    if name == "UniEval":
-        from .unieval import UniEvalFamily
-
-        return UniEvalFamily()
-    raise KeyError(name)
+    canon = FAMILY_REGISTRY.canonical(name)
+    if canon is None:
+        raise KeyError(name)
+    return FAMILY_REGISTRY._items[canon]()

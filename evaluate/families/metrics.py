@@ -1,49 +1,65 @@
-"""The `Metrics` family: automatic metrics (BLEU, ROUGE, Distinct, BERTScore, P/R/F1, CHRF)."""
+"""The `Metrics` family: automatic metrics (BLEU, ROUGE, Distinct, BERTScore, P/R/F1, CHRF).
+
+Options per metric come from the config's `metric_options: {METRIC: {option: value}}`; each
+metric checks its own options when it is built, which the config does at load for every metric
+named there (used or not), so a typo is refused before anything runs.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
-from ..metrics.base import METRICS, Metric, MetricInput
-from ..records import Record
-from ..scores import Invalid, ItemScores
-from . import Family, FamilyOutput
+from ..core.errors import InputError
+from ..core.records import Record
+from ..core.scores import Invalid, ItemScores
+from ..metrics import METRICS, Metric, MetricInput, build
+from .base import Context, Family, FamilyOutput, register_family
 
 
+def check_metric_options(metric_options: Any, language: str) -> list[str]:
+    """Problems with a `metric_options` block, each with its key path (metric_options.ROUGE.multi_reff...)."""
+    if metric_options is None:
+        return []
+    if not isinstance(metric_options, dict):
+        return ["metric_options: expected a mapping METRIC -> {option: value}"]
+    problems = []
+    for name, opts in metric_options.items():
+        where = f"metric_options.{name}"
+        if name not in METRICS:
+            problems.append(METRICS.unknown_message(name, "metric_options"))
+        elif not isinstance(opts, dict):
+            problems.append(f"{where}: expected a mapping of options")
+        else:
+            try:
+                build(METRICS.canonical(name), language, **opts)
+            except InputError as exc:
+                problems.append(f"{where}: {exc}")
+            except (TypeError, ValueError) as exc:
+                problems.append(f"{where}: {exc}")
+    return problems
+
+
+@register_family
 class MetricsFamily(Family):
     name = "Metrics"
+    scale = (0.0, 1.0)
 
-    def __init__(self) -> None:
-        self._built: dict[tuple[str, str], Metric] = {}
+    def validate(self, ctx, category, names, where, *, used):
+        return [METRICS.unknown_message(name, f"{where}[{i}]") for i, name in enumerate(names) if name not in METRICS]
 
-    def validate(self, cfg, category, names, where, *, used):
-        import evaluate.metrics  # noqa: F401  (registers every metric)
-
-        problems = []
-        for i, name in enumerate(names):
-            if name not in METRICS:
-                problems.append(METRICS.unknown_message(name, f"{where}[{i}]"))
-        for name, opts in cfg.metric_options.items():
-            if name not in METRICS:
-                problems.append(METRICS.unknown_message(name, "metric_options"))
-            elif not isinstance(opts, dict):
-                problems.append(f"metric_options.{name}: expected a mapping of options")
-        return problems
-
-    def metric(self, name: str, language: str, options: dict) -> Metric:
-        from ..metrics import build
-
+    def metric(self, ctx: Context, name: str) -> Metric:
         canon = METRICS.canonical(name) or name
-        key = (canon, language)
-        if key not in self._built:
-            self._built[key] = build(canon, language, **options.get(canon, options.get(name, {})))
-        return self._built[key]
+        key = ("metric", canon, ctx.cfg.language)
+        if key not in ctx.memo:
+            options = ctx.cfg.metric_options
+            ctx.memo[key] = build(canon, ctx.cfg.language, **options.get(canon, options.get(name, {})))
+        return ctx.memo[key]
 
-    def run(self, cfg, category, names, records: Sequence[Record]) -> FamilyOutput:
+    def score(self, ctx, category, names, records: Sequence[Record]) -> FamilyOutput:
         items = [ItemScores() for _ in records]
         out = FamilyOutput(items=items)
         for name in names:
-            metric = self.metric(name, cfg.language, cfg.metric_options)
+            metric = self.metric(ctx, name)
             idx = list(range(len(records)))
             if metric.needs_reference:
                 missing = [i for i in idx if not records[i].targets]

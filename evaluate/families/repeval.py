@@ -11,36 +11,57 @@ Config (all optional):
 
 Where a criterion has neither a saved direction nor a pairs file, the direction is fitted at run
 time from synthetic pairs: the run's own reference answers (targets) against corrupted copies
-of them (word shuffles/drops for fluency, sentence shuffles for coherence...). Scores are
-projections (higher is better), comparable within one direction, not across criteria.
+(word shuffles/drops for fluency, sentence shuffles for coherence, swapped facts for
+consistency, another source's summary for relevance). Each answer is read with its record's
+source (the record's `source`, else the question), so criteria whose template needs `{src}`
+(consistency, relevance, meaning) work. Scores are projections (higher is better), comparable
+within one direction, not across criteria.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
-from ..errors import InputError
-from ..scores import Invalid, ItemScores
-from . import Family, FamilyOutput
+from ..core.errors import InputError
+from ..core.options import option
+from ..core.records import Record
+from ..core.scores import Invalid, ItemScores
+from .base import Context, Family, FamilyOutput, register_family
 
-SYNTHETIC = ("fluency", "coherence")  # corruptions that need no source document
+SYNTHETIC = ("fluency", "coherence", "consistency", "relevance")  # corruptions repeval.pairs can make
 
 
+def source_of(record: Record) -> str:
+    """What a `{src}` placeholder holds for a record: its `source` field, else the question."""
+    return record.extra.get("source") or record.question
+
+
+@dataclass
+class RepEvalOptions:
+    model: str = option("SmolLM2-135M-Instruct", "the causal LM whose hidden states are read", nonempty=True)
+    k: int = option(20, "pairs used to fit a direction", min=2)
+    method: Literal["pca", "mean", "svm"] = option("pca", "how the direction is estimated from the pairs")
+    layer: int | list[int] | None = option(None, "layer(s) read (null: the estimator's default, 13 from the top)")
+    token: int | list[int] | None = option(None, "token position(s) read from the end (null: the last)")
+    n_components: int | None = option(None, "PCA components (null: 1)", min=1)
+    seed: int = option(0, "seed of the pair sampling and the synthetic corruptions")
+    directions: dict[str, str] = option({}, "criterion -> a direction file fitted by `eval.py repeval fit`")
+    pairs: dict[str, str] = option({}, "criterion -> a JSONL file of {good, bad[, src]} pairs")
+
+
+@register_family
 class RepEvalFamily(Family):
     name = "RepEval"
+    options_key = "repeval"
+    Options = RepEvalOptions
+    scale = None  # projections: comparable within one direction only
 
-    def __init__(self) -> None:
-        self._fitted: dict[str, Any] = {}
-        self._targets: list[str] = []
-
-    def _opts(self, cfg) -> dict[str, Any]:
-        return cfg.repeval or {}
-
-    def validate(self, cfg, category, names, where, *, used):
+    def validate(self, ctx, category, names, where, *, used):
         from repeval.templates import template_for
 
         problems = []
-        opts = self._opts(cfg)
+        opts: RepEvalOptions = ctx.options
         for i, name in enumerate(names):
             try:
                 template_for(name)
@@ -49,62 +70,64 @@ class RepEvalFamily(Family):
                 continue
             if not used:
                 continue
-            d = (opts.get("directions") or {}).get(name)
-            p = (opts.get("pairs") or {}).get(name)
-            if d and not cfg.resolve(d).is_file():
-                problems.append(f"{where}[{i}]: repeval.directions.{name}: file not found: {cfg.resolve(d)}")
-            elif p and not cfg.resolve(p).is_file():
-                problems.append(f"{where}[{i}]: repeval.pairs.{name}: file not found: {cfg.resolve(p)}")
+            d, p = opts.directions.get(name), opts.pairs.get(name)
+            if d and not ctx.cfg.resolve(d).is_file():
+                problems.append(f"{where}[{i}]: repeval.directions.{name}: file not found: {ctx.cfg.resolve(d)}")
+            elif p and not ctx.cfg.resolve(p).is_file():
+                problems.append(f"{where}[{i}]: repeval.pairs.{name}: file not found: {ctx.cfg.resolve(p)}")
             elif not d and not p and name not in SYNTHETIC:
                 problems.append(f'{where}[{i}]: RepEval "{name}" needs repeval.directions.{name} (fit one with '
                                 f"`eval.py repeval fit`) or repeval.pairs.{name}; synthetic pairs are only made "
                                 f"for {', '.join(SYNTHETIC)}")
         return problems
 
-    def validate_run(self, cfg, sets, categories) -> list[str]:
-        self._targets = list(dict.fromkeys(t for s in sets for r in s.records for t in r.targets if t.strip()))
-        return []
-
-    def _estimator(self, cfg, name: str):
-        if name in self._fitted:
-            return self._fitted[name]
+    def estimator(self, ctx: Context, name: str) -> tuple[Any, str]:
+        """The fitted direction for criterion `name` (once per run: kept in the run's memo)."""
+        key = ("estimator", name)
+        if key in ctx.memo:
+            return ctx.memo[key]
         from repeval import RepEval
         from repeval.pairs import load_pairs_jsonl, synthetic_pairs
 
-        opts = self._opts(cfg)
-        d = (opts.get("directions") or {}).get(name)
+        opts: RepEvalOptions = ctx.options
+        d = opts.directions.get(name)
         if d:
-            est = RepEval.load(cfg.resolve(d))
+            est = RepEval.load(ctx.cfg.resolve(d))
             how = f"loaded from {d}"
         else:
-            k = int(opts.get("k", 20))
-            p = (opts.get("pairs") or {}).get(name)
+            p = opts.pairs.get(name)
             if p:
-                pairs = load_pairs_jsonl(cfg.resolve(p))[:k]
+                pairs = load_pairs_jsonl(ctx.cfg.resolve(p))[:opts.k]
                 how = f"fitted on {len(pairs)} pairs from {p}"
             else:
-                pairs = synthetic_pairs(self._targets, name, k=None, seed=int(opts.get("seed", 0)))[:k]
+                if name in ("consistency", "relevance"):  # a reference is judged against its own source
+                    refs = list(dict.fromkeys((t, source_of(r)) for r in ctx.records for t in r.targets if t.strip()))
+                    pairs = synthetic_pairs([t for t, _ in refs], name, k=None, seed=opts.seed,
+                                            sources=[s for _, s in refs])[:opts.k]
+                else:
+                    texts = list(dict.fromkeys(t for r in ctx.records for t in r.targets if t.strip()))
+                    pairs = synthetic_pairs(texts, name, k=None, seed=opts.seed)[:opts.k]
                 how = f"fitted on {len(pairs)} synthetic pairs (the run's targets vs corrupted copies)"
             if len(pairs) < 2:
                 raise InputError(f'RepEval "{name}": only {len(pairs)} training pairs; give repeval.pairs.{name} '
                                  "or more targets")
-            kw = {k2: opts[k2] for k2 in ("layer", "token", "method", "n_components") if k2 in opts}
-            est = RepEval(model=opts.get("model", "SmolLM2-135M-Instruct"), criterion=name,
-                          seed=int(opts.get("seed", 0)), **kw).fit(pairs)
-        self._fitted[name] = (est, how)
-        return self._fitted[name]
+            kw = {k: getattr(opts, k) for k in ("layer", "token", "n_components") if getattr(opts, k) is not None}
+            est = RepEval(model=opts.model, criterion=name, seed=opts.seed, method=opts.method, **kw).fit(pairs)
+        ctx.memo[key] = (est, how)
+        return ctx.memo[key]
 
-    def run(self, cfg, category, names, records):
+    def score(self, ctx, category, names, records):
         items = [ItemScores() for _ in records]
         out = FamilyOutput(items=items)
         scored = [i for i, r in enumerate(records) if r.output.strip()]
         for name in names:
-            est, how = self._estimator(cfg, name)
+            est, how = self.estimator(ctx, name)
             for i in range(len(records)):
                 if i not in scored:
                     items[i].invalid[name] = Invalid(reason="empty output: no text to represent")
             if scored:
                 vals = est.score([records[i].output for i in scored],
+                                 sources=[source_of(records[i]) for i in scored],
                                  questions=[records[i].question for i in scored])
                 for i, v in zip(scored, vals):
                     items[i].scores[name] = float(v)
@@ -114,6 +137,3 @@ class RepEvalFamily(Family):
                                     "layer": getattr(est, "layer_", None), "token": getattr(est, "token_", None),
                                     "method": est.method, "k": getattr(est, "n_pairs_", None)}
         return out
-
-    def close(self):
-        self._fitted.clear()

@@ -2,67 +2,80 @@
 
 Per item, the final (rectified) scores are `SAGEval/<aspect>` and the first agent's scores
 `SAGEval/<aspect>@evaluator`; reasons, suggested definitions and new aspects are in the item's
-details. Per model and category, `sageval/<model>.json` holds the run summary: means before and
+details. Per model, `sageval/<model>.json` holds the run summary by category: means before and
 after, how many scores were lowered and raised, suggested definitions, frequent new aspects.
-Settings: `sageval: {max_retries: 2, use_logprobs: null, aspects_file: ..., prompts_file: ...}`;
-both agents use the run's judge.
+Both agents use the run's judge.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+from dataclasses import asdict, dataclass
 
-from ..results import atomic_write_json, safe_name
-from . import Family, FamilyOutput
+from ..core.errors import InputError
+from ..core.io import atomic_write_json, safe_name
+from ..core.options import option
+from .base import Family, FamilyOutput, register_family
 
-OPTIONS = ("max_retries", "use_logprobs", "aspects_file", "prompts_file", "max_new_aspects", "max_tokens")
+
+@dataclass
+class SAGEvalOptions:
+    max_retries: int = option(2, "new requests after a reply that does not parse", min=0)
+    use_logprobs: bool | None = option(None, "probability-weighted scores too (null: when the judge gives log-probabilities)")
+    aspects_file: str | None = option(None, "a JSON file of aspect definitions (default: the packaged aspects)")
+    prompts_file: str | None = option(None, "a JSON file of the agents' prompts (default: the packaged prompts)")
+    max_new_aspects: int = option(3, "most new aspects SAGE may suggest per item", min=0)
+    max_tokens: int = option(1024, "most tokens of each agent's JSON reply", min=16)
 
 
+@register_family
 class SAGEvalFamily(Family):
     name = "SAGEval"
+    options_key = "sageval"
+    Options = SAGEvalOptions
+    scale = (1.0, 5.0)
 
-    def __init__(self) -> None:
-        self._summaries: dict[str, dict[str, Any]] = {}
+    def _kwargs(self, ctx) -> dict:
+        opts = asdict(ctx.options)
+        for key in ("aspects_file", "prompts_file"):
+            if opts[key]:
+                opts[key] = str(ctx.cfg.resolve(opts[key]))
+        return opts
 
-    def validate(self, cfg, category, names, where, *, used):
-        from evaluate.errors import InputError
+    def validate(self, ctx, category, names, where, *, used):
         from sageval import validate_aspects
         from sageval.aspects import load_aspects
 
-        problems = [f"sageval: unknown option \"{k}\" (known: {', '.join(OPTIONS)})"
-                    for k in cfg.sageval if k not in OPTIONS]
-        aspects_file = cfg.sageval.get("aspects_file")
+        aspects_file = ctx.options.aspects_file
         try:  # the aspects of the run's language, so a cn config may name 公平性 as well as fairness
-            known = load_aspects(str(cfg.resolve(aspects_file)) if aspects_file else None, language=cfg.language)
+            known = load_aspects(str(ctx.cfg.resolve(aspects_file)) if aspects_file else None,
+                                 language=ctx.cfg.language)
         except InputError as exc:
-            return problems + [str(exc)]
-        return problems + validate_aspects(names, where, known=known)
+            return [str(exc)]
+        return validate_aspects(names, where, known=known)
 
-    def plan(self, cfg, category, names, n_items):
-        # two JSON replies per item (evaluator, SAGE), plus one scoring call per aspect and agent
-        # when log-probabilities are used; retries not counted
-        return {"scores": n_items * len(names), "judge_calls": n_items * 2}
+    def plan(self, ctx, category, names, n_items):
+        # per item: the evaluator's JSON reply and SAGE's, plus one one-token scoring call per aspect
+        # and agent when probability-weighted scores are used (retries not counted)
+        weighted = ctx.options.use_logprobs is not False  # None: wherever the judge gives log-probabilities
+        per_item = 2 + (2 * len(names) if weighted else 0)
+        return {"scores": n_items * len(names), "judge_calls": n_items * per_item}
 
-    def run(self, cfg, category, names, records):
+    def score(self, ctx, category, names, records):
         from sageval import run_sage
 
-        from .judging import make_backend
-
-        opts = {k: v for k, v in cfg.sageval.items() if k in OPTIONS}
-        for key in ("aspects_file", "prompts_file"):
-            if key in opts:
-                opts[key] = str(cfg.resolve(opts[key]))
-        result = run_sage(make_backend(cfg), records, names, language=cfg.language, **opts)
-        self._summaries.setdefault(self.model or "model", {})[category] = result.summary()
+        result = run_sage(ctx.judge(), records, names, language=ctx.cfg.language, **self._kwargs(ctx))
+        summaries = ctx.memo.setdefault("summaries", {})
+        summaries.setdefault(ctx.model or "model", {})[category] = result.summary()
+        if ctx.save_path is not None:  # written after each category, so an interrupted run keeps it
+            model = ctx.model or "model"
+            atomic_write_json(ctx.save_path / "sageval" / f"{safe_name(model)}.json",
+                              {"model": model, "by_category": summaries[model]})
         keys = {k for it in result.items for k in (*it.scores.scores, *it.scores.invalid)}
         return FamilyOutput(items=[it.scores for it in result.items],
                             signatures={k: {**result.signature, "score": k} for k in keys})
 
-    def run_all(self, cfg, sets, categories, save: Path, log) -> dict[str, Any] | None:
-        written = []
-        for model, by_cat in self._summaries.items():
-            path = save / "sageval" / f"{safe_name(model)}.json"
-            atomic_write_json(path, {"model": model, "by_category": by_cat})
-            written.append(str(path))
-        return {"summaries": written} if written else None
+    def score_run(self, ctx, categories):
+        summaries = ctx.memo.get("summaries", {})
+        if not summaries or ctx.save_path is None:
+            return None
+        return {"summaries": [str(ctx.save_path / "sageval" / f"{safe_name(m)}.json") for m in summaries]}

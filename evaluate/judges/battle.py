@@ -50,8 +50,8 @@ from itertools import combinations
 from typing import Any, Mapping, Sequence
 
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
-from ..errors import InputError
-from ..records import Record
+from ..core.errors import InputError
+from ..core.records import Record
 from .dispatch import complete_all
 from .parsing import parse_pair, weighted_pair
 from .prompts import BattlePrompt, fill

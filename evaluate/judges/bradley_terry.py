@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 ELO_BASE, ELO_SCALE = 1000.0, 400.0 / math.log(10)
 

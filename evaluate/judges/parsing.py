@@ -33,11 +33,12 @@ replies) read like ASCII ones.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
+
+from ..core.expected import LogprobScore, expected_score  # noqa: F401  (re-exported)
 
 GENERIC_LABELS = ("score", "rating", "final score", "overall score", "分数", "评分", "得分", "最终得分")
 
@@ -73,20 +74,6 @@ class ParsedPair:
     @property
     def ok(self) -> bool:
         return self.values is not None
-
-
-@dataclass(frozen=True)
-class LogprobScore:
-    """Expected score from next-token probabilities; `mass` is the probability on score tokens."""
-
-    value: float | None
-    mass: float
-    probs: Mapping[str, float] = field(default_factory=dict)  # score token -> merged probability
-    reason: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.value is not None
 
 
 def _lines(text: str) -> list[str]:
@@ -210,20 +197,4 @@ def weighted_pair(top_logprobs: Sequence[Mapping[str, float]], *, low: int = 1, 
     return values[0], values[1]
 
 
-def score_from_top_logprobs(top: Mapping[str, float], *, low: int = 1, high: int = 5,
-                            min_mass: float = 0.05) -> LogprobScore:
-    """G-Eval expected score from one position's top log-probabilities (see module docstring)."""
-    probs: dict[str, float] = {}
-    for token, logprob in top.items():
-        key = unicodedata.normalize("NFKC", token).strip()
-        if re.fullmatch(r"\d+", key) and low <= int(key) <= high and math.isfinite(logprob):
-            key = str(int(key))
-            probs[key] = probs.get(key, 0.0) + math.exp(logprob)
-    mass = sum(probs.values())
-    if not probs:
-        return LogprobScore(value=None, mass=0.0, reason=f"no score token {low}-{high} among the top tokens")
-    if mass < min_mass:
-        return LogprobScore(value=None, mass=mass, probs=probs,
-                            reason=f"score tokens carry {mass:.3f} of the probability (< {min_mass})")
-    value = sum(int(k) * p for k, p in probs.items()) / mass
-    return LogprobScore(value=value, mass=mass, probs=probs)
+score_from_top_logprobs = expected_score  # the judge's name for it (evaluate.core.expected)

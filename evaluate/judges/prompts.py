@@ -34,12 +34,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..errors import InputError
+from ..core.errors import InputError
+from ..core.templates import fill, placeholders  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -48,32 +48,6 @@ REFERENCE_PLACEHOLDERS = EVAL_PLACEHOLDERS + ("reference", "target")
 BATTLE_PLACEHOLDERS = ("question", "answer_1", "answer_2", "prompt")
 FALLBACK_CATEGORY = "general"
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def fill(template: str, **values: str) -> str:
-    """Replace ``{name}`` for the names given, ``{{``/``}}`` by single braces, in one pass.
-
-    Unknown ``{other}`` placeholders and lone braces in the template are kept as they are
-    (templates are checked for unknown placeholders when a file is loaded).
-    """
-    if not values:
-        return template.replace("{{", "{").replace("}}", "}")
-    names = "|".join(re.escape(k) for k in sorted(values, key=len, reverse=True))
-    pattern = re.compile(r"\{\{|\}\}|\{(" + names + r")\}")
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(1) is None:
-            return m.group(0)[0]
-        return str(values[m.group(1)])
-
-    return pattern.sub(sub, template)
-
-
-def placeholders(template: str) -> set[str]:
-    """Names of the ``{name}`` placeholders in a template (escaped ``{{name}}`` excluded)."""
-    unescaped = template.replace("{{", "\0").replace("}}", "\0")
-    return set(_PLACEHOLDER.findall(unescaped))
 
 
 def _sha256(data: bytes) -> str:

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
-from ..errors import InputError
-from ..records import Record
-from ..scores import Invalid, ItemScores
+from ..core.errors import InputError
+from ..core.records import Record
+from ..core.scores import Invalid, ItemScores
 from .dispatch import complete_all
 from .parsing import metric_labels, parse_rating, score_from_top_logprobs
 from .prompts import EvaluationPrompts, PromptEntry, fill

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
-from ..registry import Registry
+from ..core.registry import Registry
 
 
 @dataclass(frozen=True)

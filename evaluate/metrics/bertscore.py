@@ -19,7 +19,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .base import METRICS, MetricInput
 from .common import LibraryMetric, library_version
 
@@ -134,6 +134,8 @@ class BertScore(LibraryMetric):
             rescaled=f"yes ({self.options['baseline_path']})" if self.options["rescale_with_baseline"] else "no",
             refs="multi: max over references, separately for P, R, F1 (bert-score)",
             aggregate="mean of items",
+            # cosine similarities, 0-1 in practice; rescaled scores can fall below 0
+            scale=None if self.options["rescale_with_baseline"] else "0-1",
         )
         if self.language == "cn" and not self.model_path:
             sig["warning"] = "English-only encoder used on Chinese text"

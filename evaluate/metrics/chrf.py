@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from sacrebleu.metrics.chrf import CHRF
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .base import METRICS, MetricInput
 from .common import LastCall, LibraryMetric, library_version
 

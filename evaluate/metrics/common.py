@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .base import Metric, MetricInput
 from .parallel import MIN_PARALLEL_ITEMS, default_workers, map_chunks
 from .text import LANGUAGES

@@ -14,7 +14,7 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .base import METRICS, MetricInput
 from .common import LibraryMetric, library_version
 from .text import SENTENCE_SPLITTER, CachedRougeTokenizer, split_sentences
@@ -88,4 +88,5 @@ class Rouge(LibraryMetric):
             score="F1",
             refs=f"{self.config.multi_ref} over references",
             aggregate="mean of items",
+            scale="0-1",
         )

