@@ -118,6 +118,14 @@ def test_wilcoxon_p_equals_scipy_for_ten_or_more():
     assert res.p == pytest.approx(wilcoxon(a - b, zero_method="zsplit").pvalue)
 
 
+def test_small_tied_wilcoxon_equals_scipy_exact_permutation():
+    # n <= 13 with ties or zeros: scipy runs a (slow) exact permutation test; ours is vectorised
+    d = np.array([1.0, 1.0, -2.0, 0.0, 3.0, 1.0, 2.0, 0.0, 1.0, -1.0, 2.0])
+    res = paired_compare(d, np.zeros_like(d))
+    assert res.test == TEST_WILCOXON
+    assert res.p == pytest.approx(wilcoxon(d, zero_method="zsplit").pvalue, abs=1e-12)
+
+
 def test_mde_and_effect_size_by_hand():
     # d = [1, 2, 3, 4]: sd = sqrt(5/3) = 1.290994; (z_.975 + z_.8) = 1.959964 + 0.841621 = 2.801585
     res = paired_compare([1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 0.0])
