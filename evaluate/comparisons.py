@@ -1,0 +1,205 @@
+"""Paired comparisons of every pair of models in a save path (issue 13).
+
+Reads result dicts (the JSON of ``results/<model>.json``) and writes, under the save path:
+
+    comparisons/<a>__vs__<b>.json   schema "llm-eval-comparison/1": one row per category x score,
+                                    plus "(all)" rows over every category
+    comparisons/comparisons.csv     the same rows, one line per (pair, category, score)
+
+Items are paired by id: a row uses the ids present in both models (same category) with a finite
+score in both. An id whose score is invalid in either model is left out of the pair and counted in
+``dropped``. Holm's adjustment runs over every row with a p-value in the save path (all pairs,
+categories, scores, the "(all)" rows included), so the verdicts of a large table hold together at
+``alpha``; this is conservative, which is the honest direction. Scores are higher-is-better.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from itertools import combinations
+from pathlib import Path
+from typing import Any, Iterable
+
+from .stats.paired import TEST_PERMUTATION, TEST_WILCOXON, holm, paired_compare, verdict
+from .stats.scales import score_scale
+
+SCHEMA = "llm-eval-comparison/1"
+ALL = "(all)"
+LEVEL, ALPHA, POWER = 0.95, 0.05, 0.8
+CSV_FIELDS = ("model_a", "model_b", "category", "score", "scale_low", "scale_high", "n", "dropped", "mean_a",
+              "mean_b", "diff", "ci95_low", "ci95_high", "p", "p_holm", "test", "mde", "effect_size", "verdict",
+              "better")
+
+
+def _safe_name(name: str) -> str:
+    """A model name as a file name (the rule of results.safe_name, kept here until the restructure unifies it)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+    return cleaned or "model"
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _index(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {str(item["id"]): item for item in result.get("items", [])}
+
+
+def _keys(items: Iterable[dict[str, Any]]) -> set[str]:
+    return {k for it in items for k in (*it.get("scores", {}), *it.get("invalid", {}))}
+
+
+def _pair_values(ids: list[str], ia: dict, ib: dict, key: str) -> tuple[list[float], list[float], int]:
+    """Paired finite scores of `key` over `ids`, and how many shared ids were lost to an invalid score."""
+    xa, xb, dropped = [], [], 0
+    for i in ids:
+        va, vb = ia[i].get("scores", {}).get(key), ib[i].get("scores", {}).get(key)
+        if _finite(va) and _finite(vb):
+            xa.append(float(va))
+            xb.append(float(vb))
+        elif key in ia[i].get("invalid", {}) or key in ib[i].get("invalid", {}):
+            dropped += 1
+    return xa, xb, dropped
+
+
+def _row(category: str, key: str, signature: dict, xa: list[float], xb: list[float], dropped: int,
+         resamples: int, seed: int) -> dict[str, Any]:
+    res = paired_compare(xa, xb, resamples=resamples, seed=seed, level=LEVEL, alpha=ALPHA, power=POWER)
+    scale = score_scale(key, signature)
+    return {"category": category, "score": key, "signature": signature, "scale": list(scale) if scale else None,
+            "n": res.n, "dropped": dropped, "mean_a": res.mean_a, "mean_b": res.mean_b, "diff": res.diff,
+            "ci95": list(res.ci) if res.ci else None, "p": res.p, "p_holm": None, "test": res.test,
+            "mde": res.mde, "effect_size": res.effect_size, "verdict": None, "better": None}
+
+
+def _pair_rows(ra: dict[str, Any], rb: dict[str, Any], resamples: int, seed: int) -> list[dict[str, Any]]:
+    ia, ib = _index(ra), _index(rb)
+    shared = [i for i in ia if i in ib and ia[i].get("category") == ib[i].get("category")]
+    by_cat: dict[str, list[str]] = {}
+    for i in shared:
+        by_cat.setdefault(str(ia[i].get("category", "")), []).append(i)
+    sigs = ra.get("signatures", {}) or {}
+    rows = []
+    for cat in sorted(by_cat):
+        ids = by_cat[cat]
+        keys = _keys(ia[i] for i in ids) & _keys(ib[i] for i in ids)  # scored for both models
+        for key in sorted(keys):
+            xa, xb, dropped = _pair_values(ids, ia, ib, key)
+            rows.append(_row(cat, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed))
+    all_keys = _keys(ia[i] for i in shared) & _keys(ib[i] for i in shared)
+    for key in sorted(all_keys):
+        xa, xb, dropped = _pair_values(shared, ia, ib, key)
+        rows.append(_row(ALL, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed))
+    return rows
+
+
+def _method(n_tests: int, resamples: int, seed: int) -> dict[str, Any]:
+    return {"interval": "paired bootstrap, percentile", "level": LEVEL, "resamples": resamples, "seed": seed,
+            "test": f"{TEST_WILCOXON} when n >= 10; {TEST_PERMUTATION} (all 2^n flips) when n < 10; "
+                    "p = 1 when every difference is 0",
+            "adjustment": f"Holm over {n_tests} comparisons in this save path",
+            "alpha": ALPHA, "power": POWER,
+            "mde": f"smallest |mean difference| detectable at alpha={ALPHA} (two-sided) with power {POWER}: "
+                   "(z_{1-alpha/2} + z_power) * sd(diff) / sqrt(n), normal approximation"}
+
+
+def compare_results(results: list[dict[str, Any]], *, resamples: int = 2000,
+                    seed: int = 0) -> dict[tuple[str, str], dict[str, Any]]:
+    """Every pair of models (a < b by name) -> its comparison dict (the JSON written per pair)."""
+    by_model = {r["model"]: r for r in results}
+    pairs = list(combinations(sorted(by_model), 2))
+    tables = {(a, b): _pair_rows(by_model[a], by_model[b], resamples, seed) for a, b in pairs}
+    flat = [row for rows in tables.values() for row in rows]
+    adjusted = holm([row["p"] for row in flat])
+    for row, p_adj in zip(flat, adjusted):
+        row["p_holm"] = p_adj
+    n_tests = sum(p is not None for p in adjusted)
+    out = {}
+    for (a, b), rows in tables.items():
+        for row in rows:
+            row["verdict"] = verdict(row["p_holm"], row["diff"], ALPHA)
+            row["better"] = {"A better": a, "B better": b}.get(row["verdict"])
+        out[(a, b)] = {"schema": SCHEMA, "model_a": a, "model_b": b, "method": _method(n_tests, resamples, seed),
+                       "rows": rows}
+    return out
+
+
+def load_results(save_path: Path) -> list[dict[str, Any]]:
+    """Every readable results/*.json under save_path (models run one at a time are all found)."""
+    out = []
+    for path in sorted((Path(save_path) / "results").glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        if isinstance(data, dict) and "model" in data and "items" in data:
+            out.append(data)
+    return out
+
+
+def _clean(obj: Any) -> Any:
+    """NaN and infinities -> None so the JSON is standard."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    return obj
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write to a temp file beside `path`, then rename over it. open() (not mkstemp) so the file
+    gets the mode the umask allows, like any other output file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if tmp.exists():
+            tmp.unlink()
+        raise
+
+
+def _csv_text(comparisons: dict[tuple[str, str], dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for (a, b), comp in comparisons.items():
+        for row in comp["rows"]:
+            scale = row["scale"] or [None, None]
+            ci = row["ci95"] or [None, None]
+            line = {"model_a": a, "model_b": b, "scale_low": scale[0], "scale_high": scale[1], "ci95_low": ci[0],
+                    "ci95_high": ci[1], **{k: row[k] for k in CSV_FIELDS if k in row}}
+            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else ("" if v is None else v))
+                             for k, v in _clean(line).items()})
+    return buf.getvalue()
+
+
+def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *, resamples: int = 2000,
+                      seed: int = 0) -> list[Path]:
+    """Write comparisons/*.json and comparisons.csv; `results` defaults to every results/*.json found."""
+    save_path = Path(save_path)
+    if results is None:
+        results = load_results(save_path)
+    comparisons = compare_results(results, resamples=resamples, seed=seed)
+    folder = save_path / "comparisons"
+    written = []
+    for (a, b), comp in comparisons.items():
+        path = folder / f"{_safe_name(a)}__vs__{_safe_name(b)}.json"
+        _atomic_write(path, json.dumps(_clean(comp), ensure_ascii=False, indent=2) + "\n")
+        written.append(path)
+    if comparisons:
+        path = folder / "comparisons.csv"
+        _atomic_write(path, _csv_text(comparisons))
+        written.append(path)
+    return written

@@ -1,0 +1,20 @@
+"""Statistics of comparisons: is B better than A, where, and by how much (issue 13).
+
+- ``intervals``: bootstrap interval of a mean that never leaves the score's scale; Wilson.
+- ``paired``: paired bootstrap interval and test of a mean difference, Holm adjustment, verdict.
+- ``scales``: the (low, high) scale of a score key from its signature or family.
+- ``battle``: battle verdicts controlled for length and style (LC win rate, style-controlled
+  Bradley-Terry) and the judge's biases (position, order flips, length).
+
+Only numpy / scipy here: these modules know numbers, not result files (``evaluate.comparisons``
+reads and writes those).
+"""
+
+from __future__ import annotations
+
+from .intervals import bootstrap_mean_ci, wilson_interval
+from .paired import PairedResult, holm, paired_compare, verdict
+from .scales import score_scale
+
+__all__ = ["PairedResult", "bootstrap_mean_ci", "holm", "paired_compare", "score_scale", "verdict",
+           "wilson_interval"]

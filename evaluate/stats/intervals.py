@@ -1,0 +1,81 @@
+"""Intervals of a mean and of a proportion.
+
+Why a bootstrap and not Student's t: item scores of LLM evaluation are bounded (0-1 metrics,
+1-5 ratings) and often few or skewed; a t interval of n=2 values near the edge of a 0-1 scale
+came out as "-2.27 to 2.98". A percentile bootstrap interval of the mean lies inside the range
+of the values themselves, so it can never leave the scale; it is also clipped to ``bounds`` in
+case a caller passes values and a scale that disagree. With very few items it is too *narrow*
+(n=2 gives at most three distinct resampled means): a small n is reported beside it, never hidden.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy.stats import norm
+
+_CHUNK = 2_000_000  # resampled values held at once: bounds memory for large n
+
+
+def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """Means of `resamples` bootstrap resamples (indices with replacement), in memory-bounded chunks."""
+    n = len(values)
+    out = np.empty(resamples)
+    step = max(1, _CHUNK // max(n, 1))
+    for start in range(0, resamples, step):
+        stop = min(resamples, start + step)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        out[start:stop] = values[idx].mean(axis=1)
+    return out
+
+
+def percentile_interval(samples: np.ndarray, level: float) -> tuple[float, float]:
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(samples, [tail, 100.0 - tail])
+    return float(lo), float(hi)
+
+
+def bootstrap_mean_ci(values: Sequence[float], *, level: float = 0.95, resamples: int = 2000, seed: int = 0,
+                      bounds: tuple[float, float] | None = None) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean at `level` (seeded, so a re-run gives the same numbers).
+
+    Always inside [min(values), max(values)] and inside `bounds` (the score's scale, or None).
+    One value gives (v, v); no values give None. Non-finite values are an error: the caller
+    decides what an invalid score means, not this function.
+    """
+    x = np.asarray(values, dtype=float).ravel()
+    if x.size == 0:
+        return None
+    if not np.all(np.isfinite(x)):
+        raise ValueError("bootstrap_mean_ci: values must be finite (leave invalid scores out)")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"bootstrap_mean_ci: level must be in (0, 1), got {level}")
+    if x.size == 1 or np.all(x == x[0]):
+        lo = hi = float(x[0])
+    else:
+        lo, hi = percentile_interval(resampled_means(x, resamples, np.random.default_rng(seed)), level)
+    lo, hi = max(lo, float(x.min())), min(hi, float(x.max()))
+    if bounds is not None:
+        lo = min(max(lo, bounds[0]), bounds[1])
+        hi = min(max(hi, bounds[0]), bounds[1])
+    return lo, hi
+
+
+def wilson_interval(k: float, n: float, level: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion k / n at `level`; None when n == 0.
+
+    k may be fractional (a tie counted as half a success): the interval is then slightly
+    conservative, as a tie has less variance than a coin flip.
+    """
+    if n <= 0:
+        return None
+    if not 0 <= k <= n:
+        raise ValueError(f"wilson_interval: need 0 <= k <= n, got k={k}, n={n}")
+    z = float(norm.ppf(0.5 + level / 2.0))
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
