@@ -126,6 +126,7 @@ def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
         if not d:
             return None
         d = dict(d)
+        d["n_items"] = d.pop("items", None)  # `items` would read as the dict method in the template
         if swapped:
             d["wins"], d["losses"] = d.get("losses"), d.get("wins")
             if finite(d.get("win_rate")):
@@ -167,7 +168,7 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
     biases = []
     for bt in data.battles:
         s = bt.get("summary") or {}
-        biases.append({"pair": f"{s.get('model_a')} vs {s.get('model_b')}", "items": s.get("items"),
+        biases.append({"pair": f"{s.get('model_a')} vs {s.get('model_b')}", "n_items": s.get("items"),
                        "first": s.get("first_position_win_rate"), "flip": s.get("flip_rate"),
                        "inconsistency": s.get("inconsistency_rate"), "invalid": s.get("invalid"),
                        "one_order_invalid": s.get("one_order_invalid"), "ties": s.get("ties"),
