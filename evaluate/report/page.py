@@ -327,13 +327,17 @@ def _cut(value: Any) -> Any:
 
 
 def browser_data(data: SaveData) -> dict[str, Any]:
-    """Compact: categories and score keys by index; per item its text once, per model a slot.
+    """Compact, because a 10,000-item run must stay a file people can open and mail: categories,
+    score keys and the key sets of detail objects by index; empty parts left out.
 
-    item = {"id", "c": category index, "q": instruction, "in": input, "t": targets,
+    item = {"id", "c": category index, "q": instruction, "in": input (if any), "t": targets (if any),
             "o": [output per model or null], "s": [{key index: value} per model],
-            "v": [{key index: [reason, raw]} per model], "d": [{score key: details} per model]}
+            "v": [{key index: [reason, raw]} per model] (if any invalid),
+            "d": [{key index: [shape index, value, ...]} per model] (if any details),
+            "f": [flags per model] (if any)}
+    shapes[i] = the keys of a details object, whose values follow its shape index in order.
     battles = [{"a": model index, "b": model index, "items": {id: [verdict, weighted verdict,
-               weighted margin, [[order, verdict, scores, weighted scores, raw, reason], ...]]}}]
+               weighted margin, [verdict, scores, weighted scores, raw, reason?] for AB, then for BA]}}]
     """
     models = data.models
     cats = data.categories
@@ -343,21 +347,31 @@ def browser_data(data: SaveData) -> dict[str, Any]:
         for it in res.get("items", []):
             keys.update(dict.fromkeys(it.get("scores") or {}))
             keys.update(dict.fromkeys(it.get("invalid") or {}))
+            keys.update(dict.fromkeys(it.get("details") or {}))
     key_list = sorted(keys, key=lambda k: (families_of([k]), k))
     key_ix = {k: i for i, k in enumerate(key_list)}
+    shapes: dict[tuple[str, ...], int] = {}
     lo: dict[str, float] = {}
     hi: dict[str, float] = {}
     items: dict[str, dict[str, Any]] = {}
     n = len(models)
+
+    def slot(entry: dict[str, Any], part: str) -> list[dict[Any, Any]]:
+        if part not in entry:
+            entry[part] = [{} for _ in range(n)]
+        return entry[part]
+
     for mi, res in enumerate(data.results):
         for it in res.get("items", []):
             iid = str(it.get("id"))
             entry = items.get(iid)
             if entry is None:
                 entry = items[iid] = {"id": iid, "c": cat_ix.get(it.get("category", ""), 0),
-                                      "q": it.get("instruction", ""), "in": it.get("input", ""),
-                                      "t": it.get("targets") or [], "o": [None] * n, "s": [{} for _ in range(n)],
-                                      "v": [{} for _ in range(n)], "d": [{} for _ in range(n)]}
+                                      "q": it.get("instruction", ""), "o": [None] * n, "s": [{} for _ in range(n)]}
+                if it.get("input"):
+                    entry["in"] = it["input"]
+                if it.get("targets"):
+                    entry["t"] = it["targets"]
             entry["o"][mi] = it.get("output", "")
             for k, v in (it.get("scores") or {}).items():
                 if finite(v):
@@ -366,11 +380,16 @@ def browser_data(data: SaveData) -> dict[str, Any]:
                     hi[k] = max(hi.get(k, v), v)
             for k, inv in (it.get("invalid") or {}).items():
                 inv = inv if isinstance(inv, dict) else {"reason": str(inv)}
-                entry["v"][mi][key_ix[k]] = [_cut(inv.get("reason", "")), _cut(inv.get("raw", ""))]
-            if it.get("details"):
-                entry["d"][mi] = _cut(it["details"])
+                slot(entry, "v")[mi][key_ix[k]] = [_cut(inv.get("reason", "")), _cut(inv.get("raw", ""))]
+            for k, det in (it.get("details") or {}).items():
+                if isinstance(det, dict):
+                    shape = tuple(det)
+                    si = shapes.setdefault(shape, len(shapes))
+                    slot(entry, "d")[mi][key_ix[k]] = [si, *(_cut(det[f]) for f in shape)]
+                elif det not in (None, "", [], {}):
+                    slot(entry, "d")[mi][key_ix[k]] = [-1, _cut(det)]
             if it.get("flags"):
-                entry.setdefault("f", [[] for _ in range(n)])[mi] = it["flags"]
+                slot(entry, "f")[mi] = it["flags"]
     battles = []
     pos = {m: i for i, m in enumerate(models)}
     for bt in data.battles:
@@ -379,14 +398,22 @@ def browser_data(data: SaveData) -> dict[str, Any]:
             continue
         b_items = {}
         for it in bt.get("items", []):
-            b_items[str(it.get("id"))] = [
-                it.get("verdict"), it.get("weighted_verdict"), it.get("weighted_margin"),
-                [[o.get("order"), o.get("verdict"), o.get("scores"), o.get("weighted_scores"), _cut(o.get("raw", "")),
-                  _cut(o.get("reason", ""))] for o in it.get("orders", [])]]
+            orders = {o.get("order"): o for o in it.get("orders", [])}
+            row: list[Any] = [it.get("verdict"), it.get("weighted_verdict"), it.get("weighted_margin")]
+            for name in ("AB", "BA"):
+                o = orders.get(name)
+                if o is None:
+                    row.append(None)
+                    continue
+                cell = [o.get("verdict"), o.get("scores"), o.get("weighted_scores"), _cut(o.get("raw", ""))]
+                if o.get("reason"):
+                    cell.append(_cut(o["reason"]))
+                row.append(cell)
+            b_items[str(it.get("id"))] = row
         battles.append({"a": pos[s["model_a"]], "b": pos[s["model_b"]], "items": b_items})
     ranges = [[lo.get(k), hi.get(k)] for k in key_list]
     return {"models": models, "cats": cats, "keys": key_list, "ranges": ranges,
-            "items": list(items.values()), "battles": battles}
+            "shapes": [list(sh) for sh in shapes], "items": list(items.values()), "battles": battles}
 
 
 def embed_json(obj: Any) -> str:

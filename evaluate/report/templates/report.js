@@ -4,6 +4,18 @@
   var PER_PAGE = 20;
   var state = { page: 0, list: [] };
   var $ = function (id) { return document.getElementById(id); };
+  var NONE = {};
+  function inv(it, m) { return it.v ? it.v[m] : NONE; }
+  function details(it, m) {  // {score key: object}, rebuilt from the compact [shape, values...] form
+    var out = {}, d = it.d ? it.d[m] : NONE;
+    Object.keys(d).forEach(function (k) {
+      var row = d[k], shape = row[0] >= 0 ? D.shapes[row[0]] : null, obj;
+      if (!shape) obj = row[1];
+      else { obj = {}; shape.forEach(function (f, i) { obj[f] = row[i + 1]; }); }
+      out[D.keys[k]] = obj;
+    });
+    return out;
+  }
   var hay = null;  // lower-cased searchable text per item, built on the first search
 
   // every piece of answer or judge text goes through textContent: never parsed as HTML
@@ -63,21 +75,22 @@
   }
 
   function update() {
-    var cat = $("f-cat").value, key = $("f-key").value, inv = $("f-invalid").checked;
+    var cat = $("f-cat").value, key = $("f-key").value, invOnly = $("f-invalid").checked;
     var m1 = +$("f-m1").value, m2 = +$("f-m2").value, q = $("f-text").value.trim().toLowerCase();
     var bt = battleFor(m1, m2);
     if (q && !hay) hay = D.items.map(function (it) {
-      return (it.id + "\n" + it.q + "\n" + it.in + "\n" + it.o.join("\n")).toLowerCase();
+      return (it.id + "\n" + it.q + "\n" + (it.in || "") + "\n" + it.o.join("\n")).toLowerCase();
     });
     var list = [];
     for (var i = 0; i < D.items.length; i++) {
       var it = D.items[i];
       if (cat !== "" && it.c !== +cat) continue;
       if (it.o[m1] === null && it.o[m2] === null) continue;
-      if (key !== "" && !(key in it.s[m1]) && !(key in it.s[m2]) && !(key in it.v[m1]) && !(key in it.v[m2])) continue;
-      if (inv) {
-        var bad = Object.keys(it.v[m1]).length + Object.keys(it.v[m2]).length > 0;
-        if (key !== "") bad = (key in it.v[m1]) || (key in it.v[m2]);
+      var v1 = inv(it, m1), v2 = inv(it, m2);
+      if (key !== "" && !(key in it.s[m1]) && !(key in it.s[m2]) && !(key in v1) && !(key in v2)) continue;
+      if (invOnly) {
+        var bad = Object.keys(v1).length + Object.keys(v2).length > 0;
+        if (key !== "") bad = (key in v1) || (key in v2);
         if (!bad && bt && key === "") { var bi = bt.b.items[it.id]; bad = !!(bi && bi[0] === "invalid"); }
         if (!bad) continue;
       }
@@ -111,13 +124,14 @@
     var sum = el("summary", null, "Judge battle: " + verdictName(bi[0], A, B) +
       (bi[1] ? " · probability-weighted: " + verdictName(bi[1], A, B) + " (margin " + fmt(bi[2]) + ")" : ""));
     add(det, sum);
-    bi[3].forEach(function (o) {
-      var first = o[0] === "AB" ? A : B, second = o[0] === "AB" ? B : A;
-      add(det, el("h5", null, "Order " + first + " first, " + second + " second: " + verdictName(o[1], A, B) +
-        (o[2] ? " · scores " + A + " " + o[2][0] + ", " + B + " " + o[2][1] : "") +
-        (o[3] ? " · weighted " + fmt(o[3][0]) + " / " + fmt(o[3][1]) : "")));
-      if (o[5]) add(det, el("div", "inv", "invalid: " + o[5]));
-      add(det, el("div", "txt", o[4] || "(no reply)"));
+    [bi[3], bi[4]].forEach(function (o, j) {
+      if (!o) return;
+      var first = j === 0 ? A : B, second = j === 0 ? B : A;
+      add(det, el("h5", null, "Order " + first + " first, " + second + " second: " + verdictName(o[0], A, B) +
+        (o[1] ? " · scores " + A + " " + o[1][0] + ", " + B + " " + o[1][1] : "") +
+        (o[2] ? " · weighted " + fmt(o[2][0]) + " / " + fmt(o[2][1]) : "")));
+      if (o[4]) add(det, el("div", "inv", "invalid: " + o[4]));
+      add(det, el("div", "txt", o[3] || "(no reply)"));
     });
     add(box, det);
   }
@@ -142,7 +156,7 @@
     });
     add(box, side);
     var keys = {};
-    [m1, m2].forEach(function (m) { Object.keys(it.s[m]).concat(Object.keys(it.v[m])).forEach(function (k) { keys[k] = 1; }); });
+    [m1, m2].forEach(function (m) { Object.keys(it.s[m]).concat(Object.keys(inv(it, m))).forEach(function (k) { keys[k] = 1; }); });
     var ks = Object.keys(keys).map(Number).sort(function (a, b) { return a - b; });
     if (ks.length) {
       var tbl = el("table", "sc"), head = el("tr");
@@ -154,7 +168,8 @@
         add(tr, el("td", null, D.keys[k]));
         [[m1, v1, v2], [m2, v2, v1]].forEach(function (x) {
           var cell = el("td", (typeof x[1] === "number" && typeof x[2] === "number" && x[1] > x[2]) ? "hi" : null);
-          if (k in it.v[x[0]]) { cell.className = "inv"; cell.textContent = "invalid: " + it.v[x[0]][k][0]; cell.title = it.v[x[0]][k][1] || ""; }
+          var iv = inv(it, x[0]);
+          if (k in iv) { cell.className = "inv"; cell.textContent = "invalid: " + iv[k][0]; cell.title = iv[k][1] || ""; }
           else cell.textContent = fmt(x[1]);
           add(tr, cell);
         });
@@ -163,19 +178,19 @@
       add(box, add(el("div", "scroll"), add(tbl, body)));
     }
     [m1, m2].forEach(function (m) {
-      var invs = Object.keys(it.v[m]);
-      invs.forEach(function (k) {
-        var raw = it.v[m][k][1];
+      var iv = inv(it, m);
+      Object.keys(iv).forEach(function (k) {
+        var raw = iv[k][1];
         if (raw) {
-          var d = add(el("details"), el("summary", "inv", D.models[m] + " · " + D.keys[k] + ": invalid (" + it.v[m][k][0] + ") – raw reply"));
+          var d = add(el("details"), el("summary", "inv", D.models[m] + " · " + D.keys[k] + ": invalid (" + iv[k][0] + ") – raw reply"));
           add(box, add(d, el("div", "txt", raw)));
         }
       });
     });
     renderBattle(box, it, m1, m2);
     [m1, m2].forEach(function (m) {
-      var det = it.d[m];
-      if (!det || !Object.keys(det).length) return;
+      var det = details(it, m);
+      if (!Object.keys(det).length) return;
       var d = add(el("details"), el("summary", null, D.models[m] + ": judge details, SAGE critiques and suggested aspects (" + Object.keys(det).length + ")"));
       Object.keys(det).forEach(function (k) {
         add(d, el("h5", null, k));
