@@ -18,7 +18,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from .analysis import (comparison_rows, families_of, finite, interval, judge_warnings, level_of, num, pct,
+from .analysis import (comparison_rows, families_of, finite, headline_key, interval, judge_warnings, level_of, num, pct,
                        pvalue, row_sentence, significant)
 from .data import SaveData, load_save_path
 
@@ -110,6 +110,11 @@ def pairs(data: SaveData) -> list[dict[str, Any]]:
             entry["comparison"] = {"method": comp.get("method") or {}, "level": level_of(comp), "rows": shown,
                                    "counts": counts, "sig_rows": [r for r in shown if r["sig"]],
                                    "other_rows": [r for r in shown if not r["sig"]]}
+        if not found:  # no tests: at least each model's headline scores with their own intervals
+            res = {r["model"]: r for r in data.results}
+            keys = sorted(set(_aggs(res[a], None)) & set(_aggs(res[b], None)))
+            entry["means"] = [{"key": k, "a": _aggs(res[a], None)[k], "b": _aggs(res[b], None)[k]}
+                              for k in (headline_key(keys, f) for f in families_of(keys)) if k]
         found_b = data.battle_for(entry["a"], entry["b"])
         if found_b:
             bt, swapped = found_b

@@ -129,7 +129,7 @@
       var first = j === 0 ? A : B, second = j === 0 ? B : A;
       add(det, el("h5", null, "Order " + first + " first, " + second + " second: " + verdictName(o[0], A, B) +
         (o[1] ? " · scores " + A + " " + o[1][0] + ", " + B + " " + o[1][1] : "") +
-        (o[2] ? " · weighted " + fmt(o[2][0]) + " / " + fmt(o[2][1]) : "")));
+        (o[2] ? " · probability-weighted " + A + " " + fmt(o[2][0]) + ", " + B + " " + fmt(o[2][1]) : "")));
       if (o[4]) add(det, el("div", "inv", "invalid: " + o[4]));
       add(det, el("div", "txt", o[3] || "(no reply)"));
     });
