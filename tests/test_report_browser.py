@@ -145,6 +145,22 @@ def test_desktop(report, tmp_path):
         battle_text = driver.find_element("id", "b-list").text
         assert "Order model_a first" in battle_text and "Order model_c first" in battle_text
 
+        select(driver, "f-cat", "all")
+        box = driver.find_element("id", "f-text")
+        box.send_keys("marathon")
+        from selenium.webdriver.support.ui import WebDriverWait
+
+        WebDriverWait(driver, 5).until(lambda d: count.text.startswith("1 of"))
+        box.clear()
+        box.send_keys(" ")  # an input event with an empty query: every item again
+        WebDriverWait(driver, 5).until(lambda d: count.text.startswith("25 of"))
+        select(driver, "f-m2", "model_b")
+        select(driver, "f-sort", "largest disagreement first")
+        first = driver.find_element("css selector", "#b-list .item .hd").text
+        assert first.split(" · ")[1] in ("classification", "closed_qa")  # where the two models' scores differ most
+        select(driver, "f-sort", "file order")
+        select(driver, "f-m2", "model_c")
+        select(driver, "f-cat", "classification")
         driver.find_element("id", "f-invalid").click()
         assert count.text.startswith("1 of")  # the classification item whose battle reply did not parse
         driver.execute_script("document.getElementById('browser').scrollIntoView()")
