@@ -81,7 +81,7 @@ def test_one_file_no_outside_references(save, page):
     c = parse(page)
     for tag, attr, value in c.refs:
         assert value.startswith(("data:", "#")), (tag, attr, value[:80])
-    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.I)
+    assert not re.search(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//""", page, re.IGNORECASE)
     assert "@import" not in page and "url(" not in page.split("<script", 1)[0]
     assert {tag for tag, attr, v in c.refs if v.startswith("data:image/png")} == {"img"}
     assert "default-src 'none'" in page  # the browser itself refuses any request

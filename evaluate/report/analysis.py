@@ -123,7 +123,7 @@ def headline_key(keys: list[str], family: str) -> str | None:
     for pref in HEADLINE.get(family, ()):
         if pref in names:
             return names[pref]
-    return sorted(fam_keys)[0]
+    return min(fam_keys)
 
 
 def families_of(keys: list[str]) -> list[str]:

@@ -18,8 +18,20 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from .analysis import (comparison_rows, families_of, finite, headline_key, interval, judge_warnings, level_of, num, pct,
-                       pvalue, row_sentence, significant)
+from .analysis import (
+    comparison_rows,
+    families_of,
+    finite,
+    headline_key,
+    interval,
+    judge_warnings,
+    level_of,
+    num,
+    pct,
+    pvalue,
+    row_sentence,
+    significant,
+)
 from .data import SaveData, load_save_path
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -278,8 +290,8 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
         s = 0.5 if own else span
         return label_w + plot_w / 2 + max(-1.0, min(1.0, v / s)) * (plot_w / 2 - 6)
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="forest" viewBox="0 0 {width} {height}" '
-             f'role="img" aria-label="paired differences {escape(a)} minus {escape(b)}">',
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="forest" viewBox="0 0 {width} {height}" '
+             f'role="img" aria-label="paired differences {escape(a)} minus {escape(b)}">'),
              f'<line x1="{x(0, False):.1f}" y1="{top - 8}" x2="{x(0, False):.1f}" y2="{height - 22}" class="zero"/>',
              f'<text x="{label_w + 4}" y="14" class="ax">← {escape(b)} higher</text>',
              f'<text x="{label_w + plot_w - 4}" y="14" class="ax" text-anchor="end">{escape(a)} higher →</text>']

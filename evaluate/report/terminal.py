@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from .analysis import comparison_rows, families_of, finite, headline_key, interval, judge_warnings, num
+from .analysis import families_of, finite, headline_key, interval, judge_warnings, num
 from .data import SaveData, load_save_path
 
 BOLD, RED, GREEN, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[0m"
