@@ -152,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
             from .metaeval import main as meta_main
 
             return meta_main(argv[1:])
+        if argv and argv[0] == "report":
+            from .report.cli import main as report_main
+
+            return report_main(argv[1:])
         if argv and argv[0] == "repeval":
             from repeval.cli import main as repeval_main
 

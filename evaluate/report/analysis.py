@@ -1,0 +1,142 @@
+"""What the page and the terminal summary both say: verdict sentences, judge warnings, numbers.
+
+Kept apart from the HTML so the closing summary of a run and the report never disagree.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .data import SaveData
+
+# a judge whose battle verdicts look like this is flagged, whatever judge_check.json says
+TIE_SHARE_WARN = 0.8  # share of decided items that are ties
+FLIP_RATE_WARN = 0.3  # share of items whose winner reverses with the order
+FIRST_POSITION_WARN = (0.3, 0.7)  # share of decisive single-order verdicts won by the first answer
+INVALID_SHARE_WARN = 0.2
+MIN_ITEMS_FOR_BIAS = 10  # below this, rates are too noisy to warn on
+
+
+def finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def num(x: Any, digits: int = 3) -> str:
+    """A number for people: fixed decimals that shrink as the magnitude grows; '–' for none."""
+    if not finite(x):
+        return "–"
+    a = abs(x)
+    if a >= 1000:
+        return f"{x:.0f}"
+    if a >= 100:
+        return f"{x:.1f}"
+    if a >= 10:
+        return f"{x:.2f}"
+    return f"{x:.{digits}f}"
+
+
+def pct(x: Any) -> str:
+    return f"{100 * x:.0f}%" if finite(x) else "–"
+
+
+def interval(ci: Any, digits: int = 3) -> str:
+    if not isinstance(ci, (list, tuple)) or len(ci) != 2 or not all(finite(v) for v in ci):
+        return "–"
+    return f"[{num(ci[0], digits)}, {num(ci[1], digits)}]"
+
+
+def pvalue(p: Any) -> str:
+    if not finite(p):
+        return "–"
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def level_of(comp: dict[str, Any]) -> str:
+    lv = (comp.get("method") or {}).get("level", 0.95)
+    return f"{100 * lv:.0f}%" if finite(lv) else "95%"
+
+
+def row_sentence(row: dict[str, Any], comp: dict[str, Any]) -> str:
+    """One comparison row in words, e.g. 'model_b higher by 0.12 (95% CI 0.05 to 0.19, Holm p = 0.003)'."""
+    lv = level_of(comp)
+    ci = row.get("ci95") or [None, None]
+    ci_text = f"{lv} CI {num(ci[0])} to {num(ci[1])}" if all(finite(v) for v in ci) else f"{lv} CI –"
+    if row.get("verdict") in ("A better", "B better"):
+        better = row.get("better") or (comp["model_a"] if row["verdict"] == "A better" else comp["model_b"])
+        return f"{better} higher by {num(abs(row.get('diff') or 0))} ({ci_text}, Holm {pvalue(row.get('p_holm'))})"
+    mde = row.get("mde")
+    tail = (f"; n = {row.get('n')} too small to detect less than {num(mde)}" if finite(mde) else "")
+    return f"no detectable difference (A − B = {num(row.get('diff'))}, {ci_text}{tail})"
+
+
+def significant(row: dict[str, Any]) -> bool:
+    return row.get("verdict") in ("A better", "B better")
+
+
+def judge_warnings(data: SaveData) -> list[str]:
+    """Plain reasons not to trust the judge; empty when nothing is known to be wrong."""
+    out: list[str] = []
+    jc = data.judge_check
+    if jc is not None and jc.get("trustworthy") is False:
+        out.append("judge check failed: " + str(jc.get("verdict_text") or "the judge is not trustworthy"))
+    for bt in data.battles:
+        s = bt.get("summary") or {}
+        name = f"{s.get('model_a')} vs {s.get('model_b')}"
+        items = s.get("items") or 0
+        decided = (s.get("wins") or 0) + (s.get("ties") or 0) + (s.get("losses") or 0)
+        if items >= MIN_ITEMS_FOR_BIAS and finite(s.get("invalid")) and s["invalid"] / items > INVALID_SHARE_WARN:
+            out.append(f"battle {name}: {s['invalid']} of {items} verdicts invalid ({pct(s['invalid'] / items)})")
+        if decided >= MIN_ITEMS_FOR_BIAS and (s.get("ties") or 0) / decided >= TIE_SHARE_WARN:
+            weighted = s.get("weighted")
+            extra = (" (the probability-weighted verdicts do separate the models; read those)"
+                     if weighted and weighted.get("items") and weighted.get("ties", 0) / weighted["items"] < 0.5 else "")
+            out.append(f"battle {name}: {s['ties']} of {decided} verdicts are ties "
+                       f"({pct(s['ties'] / decided)}), mostly orders that disagree{extra}")
+        if (s.get("both_orders_valid") or 0) >= MIN_ITEMS_FOR_BIAS and finite(s.get("flip_rate")) \
+                and s["flip_rate"] >= FLIP_RATE_WARN:
+            out.append(f"battle {name}: the winner reverses with the order on {pct(s['flip_rate'])} of items "
+                       "(position bias)")
+        fp = s.get("first_position_win_rate")
+        if decided >= MIN_ITEMS_FOR_BIAS and finite(fp) and not FIRST_POSITION_WARN[0] <= fp <= FIRST_POSITION_WARN[1]:
+            out.append(f"battle {name}: the answer shown first wins {pct(fp)} of single-order verdicts "
+                       "(0.5 is unbiased)")
+    return out
+
+
+# family -> preferred headline score names, best first; otherwise the first key of the family
+HEADLINE = {
+    "GPT": ("correctness", "relevance", "helpfulness"),
+    "Metrics": ("ROUGE-L", "BERTScore-F1", "F1", "CHRF", "BLEU-4", "Distinct-2"),
+    "UniEval": (),
+    "RepEval": (),
+    "SAGEval": (),
+}
+
+
+def headline_key(keys: list[str], family: str) -> str | None:
+    """The score shown for a family where there is room for one."""
+    fam_keys = [k for k in keys if k.split("/", 1)[0] == family and "@" not in k]
+    if not fam_keys:
+        return None
+    names = {k.split("/", 1)[1]: k for k in fam_keys}
+    for pref in HEADLINE.get(family, ()):
+        if pref in names:
+            return names[pref]
+    return min(fam_keys)
+
+
+def families_of(keys: list[str]) -> list[str]:
+    order = ["GPT", "Metrics", "UniEval", "RepEval", "SAGEval"]
+    fams = {k.split("/", 1)[0] for k in keys}
+    return [f for f in order if f in fams] + sorted(fams - set(order))
+
+
+def comparison_rows(data: SaveData, a: str, b: str) -> tuple[dict[str, Any], list[dict[str, Any]], bool] | None:
+    """The comparison file of a and b, its rows, and whether it is stored as (b, a)."""
+    for comp in data.comparisons:
+        if (comp.get("model_a"), comp.get("model_b")) == (a, b):
+            return comp, comp["rows"], False
+        if (comp.get("model_a"), comp.get("model_b")) == (b, a):
+            return comp, comp["rows"], True
+    return None

@@ -1,0 +1,440 @@
+"""`write_report(save_path)`: one self-contained HTML page per save path.
+
+The page holds everything it shows: CSS and JS inline, charts as data: URIs, forest plots as
+inline SVG, and the item browser's data as one JSON block that the page's script renders a page
+of items at a time (text through textContent, never as HTML). Viewing it makes no request.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import tempfile
+from datetime import datetime, timezone
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from .analysis import (
+    comparison_rows,
+    families_of,
+    finite,
+    headline_key,
+    interval,
+    judge_warnings,
+    level_of,
+    num,
+    pct,
+    pvalue,
+    row_sentence,
+    significant,
+)
+from .data import SaveData, load_save_path
+
+TEMPLATES = Path(__file__).with_name("templates")
+MAX_TEXT = 4000  # judge replies, reasons and detail strings longer than this are cut in the browser data
+
+
+def write_report(save_path: Path, out: Path | None = None) -> Path:
+    """Read `save_path` and write `<save_path>/report.html` (or `out`); returns the path written.
+
+    Raises `NoResults` when the save path has no result files."""
+    save_path = Path(save_path)
+    data = load_save_path(save_path)
+    html = render(data)
+    target = Path(out) if out is not None else save_path / "report.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it private; a report is for sharing
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return target
+
+
+def render(data: SaveData) -> str:
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(num=num, pct=pct, interval=interval, pvalue=pvalue)
+    ctx = context(data)
+    return env.get_template("report.html.j2").render(**ctx)
+
+
+# --- the page's sections --------------------------------------------------------------------------
+
+def context(data: SaveData) -> dict[str, Any]:
+    manifest = data.manifest or {}
+    return {
+        "title": f"Evaluation report: {', '.join(data.models)}",
+        "save_path": str(data.path),
+        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "models": data.models,
+        "categories": data.categories,
+        "manifest": manifest,
+        "pairs": pairs(data),
+        "ranking": data.ranking,
+        "judge": judge_panel(data),
+        "warnings": judge_warnings(data),
+        "sections": category_sections(data),
+        "overall_charts": overall_charts(data),
+        "run": run_panel(data),
+        "problems": data.problems,
+        "browser_json": Markup(embed_json(browser_data(data))),
+    }
+
+
+def _aggs(res: dict[str, Any], category: str | None) -> dict[str, Any]:
+    aggs = res.get("aggregates") or {}
+    return (aggs.get("overall") or {}) if category is None else (aggs.get("by_category") or {}).get(category, {})
+
+
+def pairs(data: SaveData) -> list[dict[str, Any]]:
+    """Headline: per pair of models, who is better on what, and the battle."""
+    out = []
+    for a, b in combinations(data.models, 2):
+        found = comparison_rows(data, a, b)
+        entry: dict[str, Any] = {"a": a, "b": b, "comparison": None, "battle": None}
+        if found:
+            comp, rows, _swapped = found
+            a, b = comp["model_a"], comp["model_b"]  # show the file's own orientation: diff = A - B
+            entry.update(a=a, b=b)
+            shown = []
+            for r in rows:
+                shown.append({**r, "sentence": row_sentence(r, comp), "sig": significant(r),
+                              "ci_text": interval(r.get("ci95")), "p_text": pvalue(r.get("p_holm"))})
+            shown.sort(key=lambda r: (not r["sig"], r.get("category") != "(all)", r.get("category", ""),
+                                      r.get("score", "")))
+            counts = {"a": sum(r.get("verdict") == "A better" for r in rows),
+                      "b": sum(r.get("verdict") == "B better" for r in rows),
+                      "none": sum(not significant(r) for r in rows)}
+            entry["comparison"] = {"method": comp.get("method") or {}, "level": level_of(comp), "rows": shown,
+                                   "counts": counts, "sig_rows": [r for r in shown if r["sig"]],
+                                   "other_rows": [r for r in shown if not r["sig"]]}
+        if not found:  # no tests: at least each model's headline scores with their own intervals
+            res = {r["model"]: r for r in data.results}
+            keys = sorted(set(_aggs(res[a], None)) & set(_aggs(res[b], None)))
+            entry["means"] = [{"key": k, "a": _aggs(res[a], None)[k], "b": _aggs(res[b], None)[k]}
+                              for k in (headline_key(keys, f) for f in families_of(keys)) if k]
+        found_b = data.battle_for(entry["a"], entry["b"])
+        if found_b:
+            bt, swapped = found_b
+            entry["battle"] = battle_view(bt, swapped)
+        out.append(entry)
+    return out
+
+
+def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
+    """A battle's summary as the page shows it, from the side of the pair's model A."""
+    s = dict(bt.get("summary") or {})
+
+    def side(d: dict[str, Any] | None) -> dict[str, Any] | None:
+        if not d:
+            return None
+        d = dict(d)
+        d["n_items"] = d.pop("items", None)  # `items` would read as the dict method in the template
+        if swapped:
+            d["wins"], d["losses"] = d.get("losses"), d.get("wins")
+            if finite(d.get("win_rate")):
+                d["win_rate"] = 1 - d["win_rate"]
+            ci = d.get("win_rate_ci95")
+            if ci and all(finite(v) for v in ci):
+                d["win_rate_ci95"] = [1 - ci[1], 1 - ci[0]]
+        return d
+
+    view = side(s) or {}
+    view["weighted"] = side(s.get("weighted"))
+    ctrl = bt.get("controlled") or s.get("controlled")
+    if ctrl:
+        ctrl = dict(ctrl)
+        if swapped and finite(ctrl.get("lc_win_rate")):
+            ctrl["lc_win_rate"] = 1 - ctrl["lc_win_rate"]
+            ci = ctrl.get("lc_ci")
+            if ci and all(finite(v) for v in ci):
+                ctrl["lc_ci"] = [1 - ci[1], 1 - ci[0]]
+    view["controlled"] = ctrl
+    view["by_category"] = {c: side(v) for c, v in (bt.get("by_category") or {}).items()}
+    view["stored_as"] = f"{s.get('model_a')} vs {s.get('model_b')}"
+    return view
+
+
+def judge_panel(data: SaveData) -> dict[str, Any]:
+    """Which judge, which prompts, how it behaved."""
+    sigs: dict[str, dict[str, Any]] = {}
+    for res in data.results:
+        for key, sig in (res.get("signatures") or {}).items():
+            if isinstance(sig, dict) and ("judge" in sig or key.startswith(("GPT/", "SAGEval/"))):
+                sigs.setdefault(key, sig)
+    for bt in data.battles:
+        if bt.get("signature"):
+            s = bt.get("summary") or {}
+            sigs.setdefault(f"battle {s.get('model_a')} vs {s.get('model_b')}", bt["signature"])
+    cfg_judge = ((data.manifest or {}).get("config") or {}).get("judge")
+    used = bool(sigs) or bool(data.battles)
+    biases = []
+    for bt in data.battles:
+        s = bt.get("summary") or {}
+        biases.append({"pair": f"{s.get('model_a')} vs {s.get('model_b')}", "n_items": s.get("items"),
+                       "first": s.get("first_position_win_rate"), "flip": s.get("flip_rate"),
+                       "inconsistency": s.get("inconsistency_rate"), "invalid": s.get("invalid"),
+                       "one_order_invalid": s.get("one_order_invalid"), "ties": s.get("ties"),
+                       "controlled": bt.get("controlled") or s.get("controlled")})
+    return {"used": used, "config": cfg_judge if used else None, "signatures": sigs,
+            "check": data.judge_check, "biases": biases, "invalid": invalid_reasons(data)}
+
+
+def invalid_reasons(data: SaveData) -> list[dict[str, Any]]:
+    """Invalid scores and battle verdicts, counted by (source, reason)."""
+    counts: dict[tuple[str, str], int] = {}
+    for res in data.results:
+        for it in res.get("items", []):
+            for key, inv in (it.get("invalid") or {}).items():
+                reason = (inv or {}).get("reason", "") if isinstance(inv, dict) else str(inv)
+                k = (f"{res['model']}: {key}", reason[:200])
+                counts[k] = counts.get(k, 0) + 1
+    for bt in data.battles:
+        s = bt.get("summary") or {}
+        for it in bt.get("items", []):
+            for o in it.get("orders", []):
+                if o.get("verdict") == "invalid":
+                    k = (f"battle {s.get('model_a')} vs {s.get('model_b')} ({o.get('order')})",
+                         (o.get("reason") or "")[:200])
+                    counts[k] = counts.get(k, 0) + 1
+    return [{"source": s, "reason": r, "count": n} for (s, r), n in sorted(counts.items(), key=lambda x: -x[1])]
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def overall_charts(data: SaveData) -> list[dict[str, str]]:
+    out = []
+    for fam, charts in sorted(data.charts.items()):
+        for stem, path in charts.items():
+            if stem == "overview" or stem.startswith("battle_"):
+                out.append({"title": f"{fam}: {stem.replace('_', ' ')}", "src": _data_uri(path)})
+    return out
+
+
+def category_sections(data: SaveData) -> list[dict[str, Any]]:
+    cats = ["(all)"] + data.categories
+    sections = []
+    for cat in cats:
+        keys: dict[str, None] = {}
+        for res in data.results:
+            keys.update(dict.fromkeys(_aggs(res, None if cat == "(all)" else cat)))
+        table = []
+        for key in sorted(keys, key=lambda k: (families_of([k]), k)):
+            cells = []
+            for res in data.results:
+                agg = _aggs(res, None if cat == "(all)" else cat).get(key)
+                cells.append(agg or {})
+            table.append({"key": key, "cells": cells})
+        charts = [{"title": f"{fam}: {cat}", "src": _data_uri(p)} for fam, ch in sorted(data.charts.items())
+                  for stem, p in ch.items() if stem == cat]
+        forests = []
+        for a, b in combinations(data.models, 2):
+            found = comparison_rows(data, a, b)
+            if found:
+                comp, rows, _ = found
+                mine = [r for r in rows if r.get("category") == cat]
+                if mine:
+                    forests.append({"a": comp["model_a"], "b": comp["model_b"], "level": level_of(comp),
+                                    "svg": Markup(forest_svg(mine, comp["model_a"], comp["model_b"]))})
+        sage = {m: s["by_category"][cat] for m, s in data.sageval.items()
+                if cat in (s.get("by_category") or {})}
+        if table or charts or forests:
+            sections.append({"name": cat, "table": table, "charts": charts, "forests": forests, "sage": sage,
+                             "anchor": "cat-" + "".join(ch if ch.isalnum() else "-" for ch in cat)})
+    return sections
+
+
+def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
+    """Paired differences A − B with their intervals around zero, one line per score.
+
+    Scores on different scales share one axis as a share of each score's scale ([lo, hi]); a
+    score without a known scale is drawn on its own axis (its largest |CI end| = the half width)
+    and marked †. The numbers beside each line are in the score's own units."""
+    rows = [r for r in rows if all(finite(v) for v in (r.get("ci95") or [None, None])) and finite(r.get("diff"))]
+    if not rows:
+        return ""
+    label_w, text_w, plot_w, row_h, top = 170, 250, 300, 22, 30
+    width = label_w + plot_w + text_w
+    height = top + row_h * len(rows) + 26
+
+    def norm(r: dict[str, Any]) -> tuple[float, float, float, bool]:
+        lo, hi = r["ci95"]
+        sc = r.get("scale")
+        if isinstance(sc, (list, tuple)) and len(sc) == 2 and finite(sc[0]) and finite(sc[1]) and sc[1] > sc[0]:
+            w = sc[1] - sc[0]
+            return r["diff"] / w, lo / w, hi / w, False
+        half = max(abs(lo), abs(hi), abs(r["diff"]), 1e-12)
+        return r["diff"] / half * 0.5, lo / half * 0.5, hi / half * 0.5, True
+
+    normed = [norm(r) for r in rows]
+    span = max([max(abs(lo), abs(hi)) for _, lo, hi, own in normed if not own] + [0.05])
+    span = min(1.0, span * 1.15) if span < 1 else span
+
+    def x(v: float, own: bool) -> float:
+        s = 0.5 if own else span
+        return label_w + plot_w / 2 + max(-1.0, min(1.0, v / s)) * (plot_w / 2 - 6)
+
+    parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="forest" viewBox="0 0 {width} {height}" '
+             f'role="img" aria-label="paired differences {escape(a)} minus {escape(b)}">'),
+             f'<line x1="{x(0, False):.1f}" y1="{top - 8}" x2="{x(0, False):.1f}" y2="{height - 22}" class="zero"/>',
+             f'<text x="{label_w + 4}" y="14" class="ax">← {escape(b)} higher</text>',
+             f'<text x="{label_w + plot_w - 4}" y="14" class="ax" text-anchor="end">{escape(a)} higher →</text>']
+    for i, (r, (d, lo, hi, own)) in enumerate(zip(rows, normed)):
+        y = top + i * row_h + row_h / 2
+        cls = "sig" if significant(r) else "ns"
+        name = r.get("score", "")
+        label = name if len(name) <= 26 else name[:25] + "…"
+        parts.append(f'<text x="{label_w - 6}" y="{y + 4:.1f}" text-anchor="end" class="lab">'
+                     f'{escape(label)}{" †" if own else ""}<title>{escape(name)}</title></text>')
+        parts.append(f'<line x1="{x(lo, own):.1f}" y1="{y:.1f}" x2="{x(hi, own):.1f}" y2="{y:.1f}" class="ci {cls}"/>')
+        parts.append(f'<circle cx="{x(d, own):.1f}" cy="{y:.1f}" r="4" class="pt {cls}"/>')
+        parts.append(f'<text x="{label_w + plot_w + 8}" y="{y + 4:.1f}" class="num">'
+                     f'{escape(num(r["diff"]))} {escape(interval(r["ci95"]))}'
+                     f'{" *" if significant(r) else ""}</text>')
+    axis = "share of the score's scale" if any(not own for *_, own in normed) else "own scale per row"
+    parts.append(f'<text x="{label_w + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" class="ax">'
+                 f'A − B, {escape(axis)} (±{span:.2g}); † own axis; * significant after Holm</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def run_panel(data: SaveData) -> dict[str, Any]:
+    m = data.manifest or {}
+    skipped: dict[str, int] = {}
+    for res in data.results:
+        for c, n in (res.get("skipped_categories") or {}).items():
+            skipped[c] = max(skipped.get(c, 0), n)
+    return {"run_id": m.get("run_id"), "status": m.get("status"), "config_hash": m.get("config_hash"),
+            "config_file": m.get("config_file"), "started": m.get("started"), "finished": m.get("finished"),
+            "versions": m.get("versions") or {}, "usage": m.get("usage") or {}, "errors": m.get("errors") or [],
+            "skipped": skipped or (m.get("plan") or {}).get("skipped_categories") or {},
+            "models": m.get("models") or [], "argv": m.get("argv"),
+            "config_json": json.dumps(m.get("config"), indent=2, ensure_ascii=False) if m.get("config") else None}
+
+
+# --- the item browser's data ----------------------------------------------------------------------
+
+def _cut(value: Any) -> Any:
+    """Long strings in judge replies and details are cut; the result files keep them whole."""
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        return value[:MAX_TEXT] + f" … [cut: {len(value)} characters in the result file]"
+    if isinstance(value, dict):
+        return {k: _cut(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut(v) for v in value]
+    if isinstance(value, float) and not finite(value):
+        return None
+    return value
+
+
+def browser_data(data: SaveData) -> dict[str, Any]:
+    """Compact, because a 10,000-item run must stay a file people can open and mail: categories,
+    score keys and the key sets of detail objects by index; empty parts left out.
+
+    item = {"id", "c": category index, "q": instruction, "in": input (if any), "t": targets (if any),
+            "o": [output per model or null], "s": [{key index: value} per model],
+            "v": [{key index: [reason, raw]} per model] (if any invalid),
+            "d": [{key index: [shape index, value, ...]} per model] (if any details),
+            "f": [flags per model] (if any)}
+    shapes[i] = the keys of a details object, whose values follow its shape index in order.
+    battles = [{"a": model index, "b": model index, "items": {id: [verdict, weighted verdict,
+               weighted margin, [verdict, scores, weighted scores, raw, reason?] for AB, then for BA]}}]
+    """
+    models = data.models
+    cats = data.categories
+    cat_ix = {c: i for i, c in enumerate(cats)}
+    keys: dict[str, None] = {}
+    for res in data.results:
+        for it in res.get("items", []):
+            keys.update(dict.fromkeys(it.get("scores") or {}))
+            keys.update(dict.fromkeys(it.get("invalid") or {}))
+            keys.update(dict.fromkeys(it.get("details") or {}))
+    key_list = sorted(keys, key=lambda k: (families_of([k]), k))
+    key_ix = {k: i for i, k in enumerate(key_list)}
+    shapes: dict[tuple[str, ...], int] = {}
+    lo: dict[str, float] = {}
+    hi: dict[str, float] = {}
+    items: dict[str, dict[str, Any]] = {}
+    n = len(models)
+
+    def slot(entry: dict[str, Any], part: str) -> list[dict[Any, Any]]:
+        if part not in entry:
+            entry[part] = [{} for _ in range(n)]
+        return entry[part]
+
+    for mi, res in enumerate(data.results):
+        for it in res.get("items", []):
+            iid = str(it.get("id"))
+            entry = items.get(iid)
+            if entry is None:
+                entry = items[iid] = {"id": iid, "c": cat_ix.get(it.get("category", ""), 0),
+                                      "q": it.get("instruction", ""), "o": [None] * n, "s": [{} for _ in range(n)]}
+                if it.get("input"):
+                    entry["in"] = it["input"]
+                if it.get("targets"):
+                    entry["t"] = it["targets"]
+            entry["o"][mi] = it.get("output", "")
+            for k, v in (it.get("scores") or {}).items():
+                if finite(v):
+                    entry["s"][mi][key_ix[k]] = round(v, 4)
+                    lo[k] = min(lo.get(k, v), v)
+                    hi[k] = max(hi.get(k, v), v)
+            for k, inv in (it.get("invalid") or {}).items():
+                inv = inv if isinstance(inv, dict) else {"reason": str(inv)}
+                slot(entry, "v")[mi][key_ix[k]] = [_cut(inv.get("reason", "")), _cut(inv.get("raw", ""))]
+            for k, det in (it.get("details") or {}).items():
+                if isinstance(det, dict):
+                    shape = tuple(det)
+                    si = shapes.setdefault(shape, len(shapes))
+                    slot(entry, "d")[mi][key_ix[k]] = [si, *(_cut(det[f]) for f in shape)]
+                elif det not in (None, "", [], {}):
+                    slot(entry, "d")[mi][key_ix[k]] = [-1, _cut(det)]
+            if it.get("flags"):
+                slot(entry, "f")[mi] = it["flags"]
+    battles = []
+    pos = {m: i for i, m in enumerate(models)}
+    for bt in data.battles:
+        s = bt.get("summary") or {}
+        if s.get("model_a") not in pos or s.get("model_b") not in pos:
+            continue
+        b_items = {}
+        for it in bt.get("items", []):
+            orders = {o.get("order"): o for o in it.get("orders", [])}
+            row: list[Any] = [it.get("verdict"), it.get("weighted_verdict"), it.get("weighted_margin")]
+            for name in ("AB", "BA"):
+                o = orders.get(name)
+                if o is None:
+                    row.append(None)
+                    continue
+                cell = [o.get("verdict"), o.get("scores"), o.get("weighted_scores"), _cut(o.get("raw", ""))]
+                if o.get("reason"):
+                    cell.append(_cut(o["reason"]))
+                row.append(cell)
+            b_items[str(it.get("id"))] = row
+        battles.append({"a": pos[s["model_a"]], "b": pos[s["model_b"]], "items": b_items})
+    ranges = [[lo.get(k), hi.get(k)] for k in key_list]
+    return {"models": models, "cats": cats, "keys": key_list, "ranges": ranges,
+            "shapes": [list(sh) for sh in shapes], "items": list(items.values()), "battles": battles}
+
+
+def embed_json(obj: Any) -> str:
+    """JSON for a <script type="application/json"> block: every '<' escaped as \\u003c, so no text
+    (an answer holding '</script>' or '<!--') can end the block or change how it is parsed."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")

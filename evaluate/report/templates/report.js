@@ -1,0 +1,222 @@
+(function () {
+  "use strict";
+  var D = JSON.parse(document.getElementById("report-data").textContent);
+  var PER_PAGE = 20;
+  var state = { page: 0, list: [] };
+  var $ = function (id) { return document.getElementById(id); };
+  var NONE = {};
+  function inv(it, m) { return it.v ? it.v[m] : NONE; }
+  function details(it, m) {  // {score key: object}, rebuilt from the compact [shape, values...] form
+    var out = {}, d = it.d ? it.d[m] : NONE;
+    Object.keys(d).forEach(function (k) {
+      var row = d[k], shape = row[0] >= 0 ? D.shapes[row[0]] : null, obj;
+      if (!shape) obj = row[1];
+      else { obj = {}; shape.forEach(function (f, i) { obj[f] = row[i + 1]; }); }
+      out[D.keys[k]] = obj;
+    });
+    return out;
+  }
+  var hay = null;  // lower-cased searchable text per item, built on the first search
+
+  // every piece of answer or judge text goes through textContent: never parsed as HTML
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function add(parent) { for (var i = 1; i < arguments.length; i++) if (arguments[i]) parent.appendChild(arguments[i]); return parent; }
+  function fmt(x) {
+    if (x === null || x === undefined || typeof x !== "number" || !isFinite(x)) return "–";
+    var a = Math.abs(x);
+    return a >= 100 ? x.toFixed(1) : a >= 10 ? x.toFixed(2) : x.toFixed(3);
+  }
+  function option(sel, value, label) { var o = el("option", null, label); o.value = value; sel.appendChild(o); }
+
+  function init() {
+    D.cats.forEach(function (c, i) { option($("f-cat"), i, c); });
+    D.keys.forEach(function (k, i) { option($("f-key"), i, k); });
+    D.models.forEach(function (m, i) { option($("f-m1"), i, m); option($("f-m2"), i, m); });
+    $("f-m1").value = "0";
+    $("f-m2").value = D.models.length > 1 ? "1" : "0";
+    ["f-cat", "f-m1", "f-m2", "f-key", "f-invalid", "f-sort"].forEach(function (id) {
+      $(id).addEventListener("change", function () { state.page = 0; update(); });
+    });
+    var timer = null;
+    $("f-text").addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(function () { state.page = 0; update(); }, 200);
+    });
+    $("b-prev").addEventListener("click", function () { if (state.page > 0) { state.page--; render(); } });
+    $("b-next").addEventListener("click", function () {
+      if ((state.page + 1) * PER_PAGE < state.list.length) { state.page++; render(); }
+    });
+    update();
+  }
+
+  function battleFor(m1, m2) {
+    for (var i = 0; i < D.battles.length; i++) {
+      var b = D.battles[i];
+      if (b.a === m1 && b.b === m2) return { b: b, swapped: false };
+      if (b.a === m2 && b.b === m1) return { b: b, swapped: true };
+    }
+    return null;
+  }
+
+  function disagreement(it, m1, m2, key) {
+    var s1 = it.s[m1], s2 = it.s[m2], tot = 0, n = 0;
+    for (var k in s1) {
+      if (key !== "" && k !== key) continue;
+      if (!(k in s2)) continue;
+      var r = D.ranges[k], w = (r[1] - r[0]) || 1;
+      tot += Math.abs(s1[k] - s2[k]) / w; n++;
+    }
+    return n ? tot / n : -1;
+  }
+
+  function update() {
+    var cat = $("f-cat").value, key = $("f-key").value, invOnly = $("f-invalid").checked;
+    var m1 = +$("f-m1").value, m2 = +$("f-m2").value, q = $("f-text").value.trim().toLowerCase();
+    var bt = battleFor(m1, m2);
+    if (q && !hay) hay = D.items.map(function (it) {
+      return (it.id + "\n" + it.q + "\n" + (it.in || "") + "\n" + it.o.join("\n")).toLowerCase();
+    });
+    var list = [];
+    for (var i = 0; i < D.items.length; i++) {
+      var it = D.items[i];
+      if (cat !== "" && it.c !== +cat) continue;
+      if (it.o[m1] === null && it.o[m2] === null) continue;
+      var v1 = inv(it, m1), v2 = inv(it, m2);
+      if (key !== "" && !(key in it.s[m1]) && !(key in it.s[m2]) && !(key in v1) && !(key in v2)) continue;
+      if (invOnly) {
+        var bad = Object.keys(v1).length + Object.keys(v2).length > 0;
+        if (key !== "") bad = (key in v1) || (key in v2);
+        if (!bad && bt && key === "") { var bi = bt.b.items[it.id]; bad = !!(bi && bi[0] === "invalid"); }
+        if (!bad) continue;
+      }
+      if (q && hay[i].indexOf(q) < 0) continue;
+      list.push(i);
+    }
+    if ($("f-sort").value === "disagree") {
+      var d = {};
+      list.forEach(function (i) { d[i] = disagreement(D.items[i], m1, m2, key); });
+      list.sort(function (x, y) { return d[y] - d[x] || x - y; });
+    }
+    state.list = list;
+    render();
+  }
+
+  function verdictName(v, a, b) {
+    if (v === "A") return a + " wins";
+    if (v === "B") return b + " wins";
+    if (v === "tie") return "tie";
+    if (v === "invalid") return "invalid";
+    return "–";
+  }
+
+  function renderBattle(box, it, m1, m2) {
+    var found = battleFor(m1, m2);
+    if (!found) return;
+    var bi = found.b.items[it.id];
+    if (!bi) return;
+    var A = D.models[found.b.a], B = D.models[found.b.b];
+    var det = el("details", "battle");
+    var sum = el("summary", null, "Judge battle: " + verdictName(bi[0], A, B) +
+      (bi[1] ? " · probability-weighted: " + verdictName(bi[1], A, B) + " (margin " + fmt(bi[2]) + ")" : ""));
+    add(det, sum);
+    [bi[3], bi[4]].forEach(function (o, j) {
+      if (!o) return;
+      var first = j === 0 ? A : B, second = j === 0 ? B : A;
+      add(det, el("h5", null, "Order " + first + " first, " + second + " second: " + verdictName(o[0], A, B) +
+        (o[1] ? " · scores " + A + " " + o[1][0] + ", " + B + " " + o[1][1] : "") +
+        (o[2] ? " · probability-weighted " + A + " " + fmt(o[2][0]) + ", " + B + " " + fmt(o[2][1]) : "")));
+      if (o[4]) add(det, el("div", "inv", "invalid: " + o[4]));
+      add(det, el("div", "txt", o[3] || "(no reply)"));
+    });
+    add(box, det);
+  }
+
+  function renderItem(it, m1, m2) {
+    var box = el("article", "item");
+    var flags = (it.f ? [].concat(it.f[m1] || [], it.f[m2] || []) : []);
+    add(box, el("div", "hd", "id " + it.id + " · " + D.cats[it.c] + (flags.length ? " · flags: " + flags.join(", ") : "")));
+    add(box, el("div", "q", it.q));
+    if (it.in) add(box, el("div", "txt", it.in));
+    if (it.t && it.t.length) {
+      var td = add(el("details"), el("summary", null, "reference" + (it.t.length > 1 ? "s (" + it.t.length + ")" : "")));
+      it.t.forEach(function (t) { add(td, el("div", "txt", t)); });
+      add(box, td);
+    }
+    var side = el("div", "side");
+    [m1, m2].forEach(function (m, j) {
+      var col = el("div");
+      add(col, el("h5", j ? "m2" : "m1", D.models[m]));
+      add(col, el("div", "txt", it.o[m] === null ? "(no answer from this model)" : (it.o[m] || "(empty answer)")));
+      add(side, col);
+    });
+    add(box, side);
+    var keys = {};
+    [m1, m2].forEach(function (m) { Object.keys(it.s[m]).concat(Object.keys(inv(it, m))).forEach(function (k) { keys[k] = 1; }); });
+    var ks = Object.keys(keys).map(Number).sort(function (a, b) { return a - b; });
+    if (ks.length) {
+      var tbl = el("table", "sc"), head = el("tr");
+      add(head, el("th", null, "score"), el("th", null, D.models[m1]), el("th", null, D.models[m2]));
+      add(tbl, add(el("thead"), head));
+      var body = el("tbody");
+      ks.forEach(function (k) {
+        var tr = el("tr"), v1 = it.s[m1][k], v2 = it.s[m2][k];
+        add(tr, el("td", null, D.keys[k]));
+        [[m1, v1, v2], [m2, v2, v1]].forEach(function (x) {
+          var cell = el("td", (typeof x[1] === "number" && typeof x[2] === "number" && x[1] > x[2]) ? "hi" : null);
+          var iv = inv(it, x[0]);
+          if (k in iv) { cell.className = "inv"; cell.textContent = "invalid: " + iv[k][0]; cell.title = iv[k][1] || ""; }
+          else cell.textContent = fmt(x[1]);
+          add(tr, cell);
+        });
+        add(body, tr);
+      });
+      add(box, add(el("div", "scroll"), add(tbl, body)));
+    }
+    [m1, m2].forEach(function (m) {
+      var iv = inv(it, m);
+      Object.keys(iv).forEach(function (k) {
+        var raw = iv[k][1];
+        if (raw) {
+          var d = add(el("details"), el("summary", "inv", D.models[m] + " · " + D.keys[k] + ": invalid (" + iv[k][0] + ") – raw reply"));
+          add(box, add(d, el("div", "txt", raw)));
+        }
+      });
+    });
+    renderBattle(box, it, m1, m2);
+    [m1, m2].forEach(function (m) {
+      var det = details(it, m);
+      if (!Object.keys(det).length) return;
+      var d = add(el("details"), el("summary", null, D.models[m] + ": judge details, SAGE critiques and suggested aspects (" + Object.keys(det).length + ")"));
+      Object.keys(det).forEach(function (k) {
+        add(d, el("h5", null, k));
+        add(d, el("pre", null, JSON.stringify(det[k], null, 2)));
+      });
+      add(box, d);
+    });
+    return box;
+  }
+
+  function render() {
+    var m1 = +$("f-m1").value, m2 = +$("f-m2").value, list = state.list;
+    var pages = Math.max(1, Math.ceil(list.length / PER_PAGE));
+    var start = state.page * PER_PAGE;
+    $("b-count").textContent = list.length + " of " + D.items.length + " items · " + D.models[m1] + " beside " + D.models[m2];
+    $("b-page").textContent = "page " + (state.page + 1) + " of " + pages;
+    $("b-prev").disabled = state.page === 0;
+    $("b-next").disabled = start + PER_PAGE >= list.length;
+    var frag = document.createDocumentFragment();
+    list.slice(start, start + PER_PAGE).forEach(function (i) { frag.appendChild(renderItem(D.items[i], m1, m2)); });
+    var box = $("b-list");
+    box.textContent = "";
+    box.appendChild(frag);
+    if (window.performance && performance.mark) performance.mark("browser-rendered");
+    document.body.setAttribute("data-browser-ready", "1");
+  }
+
+  init();
+})();

@@ -1,0 +1,106 @@
+"""Save paths for the report tests: a real run of the pipeline (Metrics and the GPT judge against
+the fake OpenAI-compatible server, three models, one of them answering with hostile HTML), plus
+a hand-written comparisons/ file in the llm-eval-comparison/1 schema."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from evaluate.cli import main
+
+try:
+    from tests.fake_openai_server import Reply
+except ImportError:  # pytest run from tests/
+    from fake_openai_server import Reply
+
+REPO = Path(__file__).resolve().parents[1]
+EN = REPO / "examples" / "en"
+HOSTILE = [
+    "</script><script>window.__pwned = 1; alert(1)</script>",
+    '<img src=x onerror="window.__pwned = 2">',
+    "<!-- <script> --> ]]> \u2028 \"quotes\" & 'apostrophes' https://example.com/x.png",
+]
+A = {str(r["id"]): r["output"] for r in json.loads((EN / "answers_model_a.json").read_text())}
+
+
+def judge(rec) -> Reply:
+    text = rec.user_text
+    if "[Assistant 1's answer]" in text:  # battle: model_a wins whichever position it is shown in
+        first = text.split("[Assistant 1's answer]", 1)[1].split("[Assistant 2's answer]", 1)[0]
+        first_is_a = any(a and a in first for a in A.values())
+        if "onerror" in text:  # one unparseable reply, kept as an invalid verdict with its raw text
+            return Reply(content="Both answers <b>look</b> fine to me.</script>")
+        return Reply(content="9 2\nThe first answer is better." if first_is_a else "2 9\nThe second is better.",
+                     top_logprobs=[{"9": -0.1, "8": -2.4}, {" ": -0.01}, {"2": -0.2, "3": -1.7}])
+    good = any(a and a in text for a in A.values())
+    probs = {"5": 0.7, "4": 0.3} if good else {"2": 0.6, "1": 0.4}
+    return Reply(content=max(probs, key=probs.get), top_logprobs=[{k: math.log(v) for k, v in probs.items()}])
+
+
+def hostile_answers(tmp: Path) -> Path:
+    recs = json.loads((EN / "answers_model_b.json").read_text())
+    for i, r in enumerate(recs):
+        if r["category"] in ("closed_qa", "classification"):
+            r["output"] = HOSTILE[i % len(HOSTILE)] + " " + r["output"]
+    path = tmp / "answers_model_c.json"
+    path.write_text(json.dumps(recs), encoding="utf-8")
+    return path
+
+
+def run_pipeline(tmp: Path, server, *, models: int = 3) -> Path:
+    """A real save path: Metrics + GPT ratings + battles (+ ranking with three models)."""
+    answers = [{"name": "model_a", "path": str(EN / "answers_model_a.json")},
+               {"name": "model_b", "path": str(EN / "answers_model_b.json")},
+               {"name": "model_c", "path": str(hostile_answers(tmp))}][:models]
+    cfg = {"language": "en", "save_path": str(tmp / "save"), "answers": answers,
+           "target_file": str(EN / "targets.json"),
+           "category": {"closed_qa": {"GPT": ["relevance", "correctness"], "Metrics": ["BLEU", "ROUGE"]},
+                        "classification": {"GPT": ["correctness"], "Metrics": ["F1 score"]},
+                        "open_qa": {"Metrics": ["Distinct"]}},
+           "judge": {"backend": "openai", "model": "fake-judge", "base_url": server.url, "api_key_env": "REPORT_KEY",
+                     "mode": "logprobs", "max_retries": 1, "timeout": 5, "price": {"prompt": 0.15, "completion": 0.6}}}
+    path = tmp / "config.json"
+    path.write_text(json.dumps(cfg))
+    server.reply_fn = judge
+    code = main(["--config", str(path)])
+    assert code in (0, 3), code
+    return tmp / "save"
+
+
+def comparison_row(category, score, n, mean_a, mean_b, lo, hi, p_holm, mde, scale=(0, 1)):
+    diff = mean_a - mean_b
+    sig = p_holm < 0.05
+    verdict = ("A better" if diff > 0 else "B better") if sig else "no detectable difference"
+    return {"category": category, "score": score, "signature": f"{score}|fixture", "scale": list(scale) if scale else None,
+            "n": n, "dropped": 0, "mean_a": mean_a, "mean_b": mean_b, "diff": diff, "ci95": [lo, hi], "p": p_holm / 2,
+            "p_holm": p_holm, "test": "paired bootstrap", "mde": mde, "effect_size": diff / 0.2, "verdict": verdict,
+            "better": None}
+
+
+def write_comparisons(save: Path, a: str = "model_a", b: str = "model_b") -> Path:
+    rows = [comparison_row("(all)", "GPT/correctness", 5, 4.7, 1.6, 2.6, 3.5, 0.004, 0.6, (1, 5)),
+            comparison_row("closed_qa", "Metrics/BLEU-4", 2, 0.5, 0.1, -0.2, 0.9, 0.41, 0.8),
+            comparison_row("closed_qa", "GPT/relevance", 2, 4.7, 1.6, 1.9, 4.1, 0.03, 1.2, (1, 5)),
+            comparison_row("classification", "Metrics/F1", 3, 1.0, 0.0, 0.6, 1.0, 0.02, 0.5),
+            comparison_row("open_qa", "Metrics/Distinct-2", 3, 0.95, 0.97, -0.1, 0.06, 0.8, 0.15),
+            comparison_row("open_qa", "Metrics/Distinct-1", 3, 0.9, 0.88, -0.05, 0.08, 0.9, 0.12, None)]
+    for r in rows:
+        r["better"] = a if r["verdict"] == "A better" else b if r["verdict"] == "B better" else None
+    data = {"schema": "llm-eval-comparison/1", "model_a": a, "model_b": b,
+            "method": {"interval": "paired bootstrap, percentile", "level": 0.95, "resamples": 2000, "seed": 0,
+                       "test": "paired bootstrap", "adjustment": f"Holm over {len(rows)} comparisons in this save path",
+                       "alpha": 0.05, "power": 0.8},
+            "rows": rows}
+    path = save / "comparisons" / f"{a}__vs__{b}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1))
+    return path
+
+
+def add_length_control(save: Path, name: str = "model_a__vs__model_b") -> None:
+    path = save / "battles" / f"{name}.json"
+    data = json.loads(path.read_text())
+    data["controlled"] = {"lc_win_rate": 0.71, "lc_ci": [0.55, 0.84], "length_coef": 0.42, "method": "fixture"}
+    path.write_text(json.dumps(data))
