@@ -18,25 +18,12 @@ from typing import Any
 
 from .core.io import safe_name
 from .results import ModelResults
-
-
-def signature_scale(sig: dict[str, Any] | None) -> tuple[float, float] | None:
-    """A signature's `scale` as (low, high): [1, 5], "0-1" and "1-5" are read; None when it has none."""
-    scale = (sig or {}).get("scale")
-    if isinstance(scale, (list, tuple)) and len(scale) == 2 and all(isinstance(v, (int, float)) for v in scale):
-        return float(scale[0]), float(scale[1])
-    if isinstance(scale, str):
-        import re
-
-        m = re.match(r"\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)", scale)
-        if m:
-            return float(m.group(1)), float(m.group(2))
-    return None
+from .stats.scales import score_scale
 
 
 def family_scale(results: list[ModelResults], family: str) -> tuple[float, float] | None:
     """The common scale of a family's scores (from their signatures); None when they differ or have none."""
-    scales = {signature_scale(sig) for res in results for key, sig in res.signatures.items()
+    scales = {score_scale(key, sig) for res in results for key, sig in res.signatures.items()
               if key.partition("/")[0] == family}
     return scales.pop() if len(scales) == 1 else None
 
@@ -95,7 +82,7 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
     fig, ax = plt.subplots(figsize=(min(fig_w, 18), 4.2))
     ns = set()
     for m_i, model in enumerate(models):
-        xs, ys, errs = [], [], []
+        xs, ys, errs, errs_hi = [], [], [], []
         for n_i, name in enumerate(names):
             agg = by_name[name].get(model)
             if agg is None:
@@ -103,11 +90,12 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
             xs.append(n_i + (m_i - (n_models - 1) / 2) * width)
             ys.append(agg["mean"])
             ci = agg.get("ci95") or [agg["mean"], agg["mean"]]
-            errs.append(max(0.0, agg["mean"] - ci[0]))
+            errs.append(max(0.0, agg["mean"] - ci[0]))  # intervals are asymmetric near a scale's end
+            errs_hi.append(max(0.0, ci[1] - agg["mean"]))
             ns.add(agg["n"])
         if not xs:
             continue
-        bars = ax.bar(xs, ys, width, yerr=errs, capsize=3, label=model, color=colors(m_i % 10))
+        bars = ax.bar(xs, ys, width, yerr=[errs, errs_hi], capsize=3, label=model, color=colors(m_i % 10))
         for bar, y in zip(bars, ys):
             ax.annotate(f"{y:.2f}", (bar.get_x() + bar.get_width() / 2, y), xytext=(0, 2),
                         textcoords="offset points", ha="center", va="bottom", fontsize=7)
@@ -121,7 +109,7 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
         ax.set_ylim(scale[0], min(scale[1] * 1.1, max(0.1 * scale[1], top * 1.25)))
     n_text = f"n={min(ns)}" if len(ns) == 1 else f"n={min(ns)}-{max(ns)}" if ns else ""
     # two lines: on a one-metric chart the whole note does not fit in one line of the narrow figure
-    ax.set_title(f"{family} - {category}\n({n_text} items per model; error bars: 95% CI of the mean)", fontsize=10)
+    ax.set_title(f"{family} - {category}\n({n_text} items per model; error bars: 95% bootstrap CI of the mean)", fontsize=10)
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

@@ -132,11 +132,10 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail
         print(manifest["plan_text"])
         print("dry run: configuration, answer files and prompts are valid; nothing was scored")
         return EXIT_OK
-    save = cfg.save_path.resolve()
-    print(f"results:  {save / 'results'}  (one JSON per model)")
-    print(f"summary:  {save / 'summary.csv'}")
-    print(f"charts:   {save / 'charts'}")
-    print(f"manifest: {save / 'manifest.json'}  (status: {manifest['status']})")
+    from .report import closing_summary
+
+    print(closing_summary(cfg.save_path.resolve()))
+    print(f"status: {manifest['status']}")
     if args.fail_under:
         failures = check_fail_under(cfg.save_path, args.fail_under)
         if failures:

@@ -19,12 +19,11 @@ import csv
 import io
 import json
 import math
-import os
-import re
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterable
 
+from .core.io import atomic_write_json, atomic_write_text, clean_json, safe_name
 from .stats.paired import TEST_PERMUTATION, TEST_WILCOXON, holm, paired_compare, verdict
 from .stats.scales import score_scale
 
@@ -34,12 +33,6 @@ LEVEL, ALPHA, POWER = 0.95, 0.05, 0.8
 CSV_FIELDS = ("model_a", "model_b", "category", "score", "scale_low", "scale_high", "n", "dropped", "mean_a",
               "mean_b", "diff", "ci95_low", "ci95_high", "p", "p_holm", "test", "mde", "effect_size", "verdict",
               "better")
-
-
-def _safe_name(name: str) -> str:
-    """A model name as a file name (the rule of results.safe_name, kept here until the restructure unifies it)."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
-    return cleaned or "model"
 
 
 def _finite(v: Any) -> bool:
@@ -142,34 +135,6 @@ def load_results(save_path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _clean(obj: Any) -> Any:
-    """NaN and infinities -> None so the JSON is standard."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    return obj
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    """Write to a temp file beside `path`, then rename over it. open() (not mkstemp) so the file
-    gets the mode the umask allows, like any other output file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if tmp.exists():
-            tmp.unlink()
-        raise
-
-
 def _csv_text(comparisons: dict[tuple[str, str], dict[str, Any]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
@@ -181,7 +146,7 @@ def _csv_text(comparisons: dict[tuple[str, str], dict[str, Any]]) -> str:
             line = {"model_a": a, "model_b": b, "scale_low": scale[0], "scale_high": scale[1], "ci95_low": ci[0],
                     "ci95_high": ci[1], **{k: row[k] for k in CSV_FIELDS if k in row}}
             writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else ("" if v is None else v))
-                             for k, v in _clean(line).items()})
+                             for k, v in clean_json(line).items()})
     return buf.getvalue()
 
 
@@ -195,11 +160,11 @@ def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = No
     folder = save_path / "comparisons"
     written = []
     for (a, b), comp in comparisons.items():
-        path = folder / f"{_safe_name(a)}__vs__{_safe_name(b)}.json"
-        _atomic_write(path, json.dumps(_clean(comp), ensure_ascii=False, indent=2) + "\n")
+        path = folder / f"{safe_name(a)}__vs__{safe_name(b)}.json"
+        atomic_write_json(path, comp)
         written.append(path)
     if comparisons:
         path = folder / "comparisons.csv"
-        _atomic_write(path, _csv_text(comparisons))
+        atomic_write_text(path, _csv_text(comparisons))
         written.append(path)
     return written

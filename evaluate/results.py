@@ -25,6 +25,7 @@ from typing import Any, Iterable
 
 from .core.io import atomic_write_json, atomic_write_text, safe_name, sha256_text  # noqa: F401  (re-exported)
 from .core.records import Record
+from .stats.scales import score_scale
 from .core.scores import ItemScores
 
 SCHEMA = "llm-eval-results/1"
@@ -34,15 +35,35 @@ def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+BOOTSTRAP_MAX_N = 2000  # above this a t interval (clipped to the scale) is accurate and far cheaper
+CI_METHOD = ("95% percentile bootstrap of the mean (2000 resamples, seed 0) for n <= 2000, else Student's t; "
+             "always inside the score's scale and the range of the values")
+
+
 def _t975(dof: int) -> float:
-    """The 97.5% quantile of Student's t: a 95% CI of a mean over few items must be wide."""
     from scipy.stats import t
 
     return float(t.ppf(0.975, dof))
 
 
-def summarize(values: list[tuple[str, float]], invalid: int) -> dict[str, Any]:
-    """mean, sample std, 95% CI of the mean (Student's t), n, invalid, best and worst item."""
+def mean_ci(xs: list[float], scale: tuple[float, float] | None) -> list[float]:
+    """A 95% interval of the mean that never leaves the score's scale (nor the values' range)."""
+    from .stats.intervals import bootstrap_mean_ci
+
+    n = len(xs)
+    if n <= BOOTSTRAP_MAX_N:
+        lo, hi = bootstrap_mean_ci(xs, bounds=scale)
+        return [lo, hi]
+    mean = sum(xs) / n
+    half = _t975(n - 1) * math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) / math.sqrt(n)
+    lo, hi = max(mean - half, min(xs)), min(mean + half, max(xs))
+    if scale:
+        lo, hi = max(lo, scale[0]), min(hi, scale[1])
+    return [lo, hi]
+
+
+def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float, float] | None = None) -> dict[str, Any]:
+    """mean, sample std, 95% interval of the mean (inside the scale; see CI_METHOD), n, invalid, best and worst item."""
     n = len(values)
     agg: dict[str, Any] = {"mean": None, "std": None, "ci95": None, "n": n, "invalid": invalid,
                            "best": None, "worst": None}
@@ -51,10 +72,9 @@ def summarize(values: list[tuple[str, float]], invalid: int) -> dict[str, Any]:
     xs = [v for _, v in values]
     mean = sum(xs) / n
     std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
-    half = _t975(n - 1) * std / math.sqrt(n) if n > 1 else 0.0
     best = max(values, key=lambda p: p[1])
     worst = min(values, key=lambda p: p[1])
-    agg.update(mean=mean, std=std, ci95=[mean - half, mean + half],
+    agg.update(mean=mean, std=std, ci95=mean_ci(xs, scale),
                best={"id": best[0], "value": best[1]}, worst={"id": worst[0], "value": worst[1]})
     return agg
 
@@ -165,14 +185,15 @@ class ModelResults:
             for key in keys:
                 vals = by_cat.get(cat, {}).get(key, [])
                 inv = inv_cat.get(cat, {}).get(key, 0)
-                agg = summarize(vals, inv)
+                agg = summarize(vals, inv, score_scale(key, self.signatures.get(key)))
                 corpus = self.corpus.get(cat, {}).get(key)
                 if corpus is not None:
                     agg["corpus"] = corpus
                 out_cat[cat][key] = agg
                 overall_vals.setdefault(key, []).extend(vals)
                 overall_inv[key] = overall_inv.get(key, 0) + inv
-        overall = {k: summarize(overall_vals.get(k, []), overall_inv.get(k, 0)) for k in sorted(overall_vals)}
+        overall = {k: summarize(overall_vals.get(k, []), overall_inv.get(k, 0), score_scale(k, self.signatures.get(k)))
+                   for k in sorted(overall_vals)}
         macro = {}
         for key in overall:
             means = [out_cat[c][key]["mean"] for c in out_cat if key in out_cat[c] and out_cat[c][key]["mean"] is not None]

@@ -261,7 +261,22 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 manifest["outputs_files"]["charts"] = [str(p) for p in write_charts(save, all_results)]
             except Exception as exc:  # charts are a view; never lose results over them
                 manifest["errors"].append({"error": f"charts: {type(exc).__name__}: {exc}"})
+        if len(all_results) >= 2:  # paired comparisons of every pair of models found in results/
+            try:
+                from .comparisons import write_comparisons
+
+                manifest["outputs_files"]["comparisons"] = [str(p) for p in write_comparisons(save)]
+            except Exception as exc:
+                manifest["errors"].append({"error": f"comparisons: {type(exc).__name__}: {exc}"})
         _write_manifest(save, manifest)
+        if all_results:  # the report reads the manifest, so it comes last
+            try:
+                from .report import write_report
+
+                manifest["outputs_files"]["report"] = str(write_report(save))
+            except Exception as exc:
+                manifest["errors"].append({"error": f"report: {type(exc).__name__}: {exc}"})
+            _write_manifest(save, manifest)
     return manifest
 
 

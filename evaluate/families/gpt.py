@@ -136,11 +136,13 @@ class GPTFamily(Family):
         ctx.log(f"battle: {len(answers)} models, {len(next(iter(answers.values())))} questions, "
                 f"{'both orders' if ctx.cfg.judge.both_orders else 'one order'}")
         results = judge.run(answers)
+        outputs = {name: {r.id: r.output for r in recs} for name, recs in answers.items()}
         written = []
         for res in results:
             data = res.to_dict()
             data["summary"] = clean_json(res.summary())
             data["by_category"] = by_category(res)
+            data["controlled"] = controlled(data, outputs[res.model_a], outputs[res.model_b])
             path = ctx.save_path / "battles" / f"{safe_name(res.model_a)}__vs__{safe_name(res.model_b)}.json"
             atomic_write_json(path, data)
             written.append(str(path))
@@ -153,13 +155,43 @@ class GPTFamily(Family):
         out: dict[str, Any] = {"battles": written}
         if len(ctx.sets) > 2:
             try:
-                ranking = rank(results)
+                ranking = rank(results).to_dict()
+                ranking["style_controlled"] = style_controlled_ranking(results, outputs)
                 path = ctx.save_path / "battles" / "ranking.json"
-                atomic_write_json(path, ranking.to_dict())
+                atomic_write_json(path, ranking)
                 out["ranking"] = str(path)
             except InputError as exc:
                 out["ranking_error"] = str(exc)
         return out
+
+
+def controlled(battle: dict[str, Any], outputs_a: dict[str, str], outputs_b: dict[str, str]) -> dict[str, Any]:
+    """The battle's verdicts controlled for length and style (evaluate.stats.battle), with the
+    headline numbers first: the length-controlled win rate of model A, its interval, the length coefficient."""
+    from ..stats.battle import battle_analysis
+
+    analysis = battle_analysis(battle, outputs_a, outputs_b)
+    lc = analysis["overall"]["length_controlled"]
+    return {"lc_win_rate": lc.get("lc_win_rate"), "lc_ci": lc.get("lc_interval"), "level": lc.get("level"),
+            "length_coef": lc.get("beta"), "longer_wins": analysis["overall"]["judge_bias"].get("longer_wins"),
+            **analysis}
+
+
+def style_controlled_ranking(results, outputs: dict[str, dict[str, str]]) -> dict[str, Any] | None:
+    """Bradley-Terry over every pair's verdicts, raw and controlled for length and markdown style
+    (headers, list items, bold), as Chatbot Arena and Arena-Hard do; 90% bootstrap intervals."""
+    from ..stats.battle import OUTCOME, STYLE_FEATURES, bradley_terry, style_features
+
+    battles = []
+    for res in results:
+        for it in res.items:
+            if it.verdict in OUTCOME:
+                battles.append((res.model_a, res.model_b, OUTCOME[it.verdict],
+                                style_features(outputs[res.model_a].get(it.id, "")),
+                                style_features(outputs[res.model_b].get(it.id, ""))))
+    if len(battles) < 2:
+        return None
+    return bradley_terry(battles, features=list(STYLE_FEATURES))
 
 
 def by_category(res) -> dict[str, Any]:
