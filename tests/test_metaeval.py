@@ -143,3 +143,52 @@ def test_sample_is_seeded_and_keeps_file_order(tmp_path):
     assert ids == two["row_ids"] and len(set(ids)) == 6
     assert ids == sorted(ids, key=lambda s: int(s[1:]))  # file order kept
     assert set(other["row_ids"]) != set(ids)
+
+
+def test_every_family_works_in_meta_eval_with_the_run_context(tmp_path, fake_openai, monkeypatch):
+    """meta-eval drives families the way a run does (one context: records, judge pool, memo), so
+    RepEval fits fluency on the rows' own references and scores consistency against each row's
+    source, and the judge families (GPT, UniEval through the judge, SAGEval) answer too."""
+    article = ("The city council approved the new park on Monday. Construction starts in May and costs "
+               "two million dollars. The park will have a playground and a pond.")
+    ref = "The council approved a park that will cost two million dollars; work starts in May."
+    rows = [{"id": f"r{i}", "doc_id": f"d{i // 3}", "system_id": f"s{i % 3}", "source": article,
+             "references": [ref, "Council backs a new park with a pond and playground, building from May."],
+             "output": out, "human": {"consistency": h}}
+            for i, (out, h) in enumerate([
+                ("The council approved a park costing two million dollars.", 5),
+                ("The council rejected the park and it costs nine million dollars.", 1),
+                ("Construction of the park starts in May; it has a pond.", 4),
+                ("The park will open in May with a playground.", 3),
+                ("The mayor closed the pond on Monday.", 1),
+                ("A two million dollar park was approved on Monday.", 5)])]
+    data = tmp_path / "rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    def judge(rec):
+        body = rec.body
+        if body.get("max_tokens") == 1:
+            if "Yes or No" in rec.user_text:
+                return Reply(content="Yes", top_logprobs=[{"Yes": math.log(0.7), "No": math.log(0.3)}])
+            return Reply(content="4", top_logprobs=[{"4": math.log(0.6), "5": math.log(0.4)}])
+        if "SAGE" in json.dumps(body["messages"][:1]):
+            return Reply(content=json.dumps({"aspects": {"accuracy": {"score": 3, "reason": "ok.", "definition": None}},
+                                             "new_aspects": []}))
+        return Reply(content=json.dumps({"accuracy": {"score": 4, "reason": "fine."}}))
+
+    fake_openai.reply_fn = judge
+    monkeypatch.setenv("META_KEY", "sk-meta")
+    extra = {"judge": {"backend": "openai", "model": "fake-judge", "base_url": fake_openai.url, "api_key_env": "META_KEY",
+                       "mode": "logprobs", "max_retries": 0, "cache": False},
+             "repeval": {"k": 4, "method": "mean"}, "unieval": {"evaluator": "judge"},
+             "sageval": {"use_logprobs": False, "max_retries": 0}}
+    report = run_metaeval(data, ["RepEval:fluency", "RepEval:consistency", "GPT:relevance",
+                                 "UniEval:summarization-consistency", "SAGEval:accuracy"], extra_config=extra)
+    for key in ("RepEval/fluency", "RepEval/consistency", "GPT/relevance", "UniEval/summarization-consistency",
+                "SAGEval/accuracy"):
+        assert report["invalid"][key] == 0, key
+    sigs = report["signatures"]
+    assert "synthetic pairs" in sigs["RepEval/fluency"]["direction"]
+    assert "synthetic pairs" in sigs["RepEval/consistency"]["direction"]
+    # (before the context carried each row's source, consistency failed: "the template needs {src}")
+    assert report["rows"] == 6

@@ -47,6 +47,15 @@ class Registry(Generic[T]):
             self._canonical[low] = name
         self._items[name] = obj
 
+    def remove(self, name: str) -> None:
+        """Forget `name` and its aliases (a plugin unloaded, a test cleaning up)."""
+        canon = self.canonical(name)
+        if canon is None:
+            return
+        self._items.pop(canon, None)
+        for key in [k for k, v in self._canonical.items() if v == canon]:
+            del self._canonical[key]
+
     def canonical(self, name: str) -> str | None:
         return self._canonical.get(str(name).lower())
 
