@@ -104,3 +104,25 @@ def add_length_control(save: Path, name: str = "model_a__vs__model_b") -> None:
     data = json.loads(path.read_text())
     data["controlled"] = {"lc_win_rate": 0.71, "lc_ci": [0.55, 0.84], "length_coef": 0.42, "method": "fixture"}
     path.write_text(json.dumps(data))
+
+
+def built_save(tmp: Path, key: str = "sk-report-test") -> Path:
+    """A save path from a real pipeline run against the fake judge, plus the hand-made extras the
+    report shows (a comparisons file, a length-controlled battle)."""
+    import pytest
+
+    try:
+        from tests.fake_openai_server import FakeOpenAIServer
+    except ImportError:  # pytest run from tests/
+        from fake_openai_server import FakeOpenAIServer
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("REPORT_KEY", key)
+    try:
+        with FakeOpenAIServer() as server:
+            path = run_pipeline(tmp, server)
+    finally:
+        mp.undo()
+    write_comparisons(path)
+    add_length_control(path)
+    return path

@@ -27,16 +27,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 @pytest.fixture(scope="module")
 def save(tmp_path_factory) -> Path:
     """Three models, Metrics + GPT ratings + battles + ranking, a comparisons file, length control."""
-    tmp = tmp_path_factory.mktemp("report")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REPORT_KEY", "sk-report-test")
-    try:
-        with FakeOpenAIServer() as server:
-            path = rf.run_pipeline(tmp, server)
-    finally:
-        mp.undo()
-    rf.write_comparisons(path)
-    rf.add_length_control(path)
+    path = rf.built_save(tmp_path_factory.mktemp("report"))
     return path
 
 

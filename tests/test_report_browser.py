@@ -15,10 +15,8 @@ import pytest
 
 try:
     from tests import report_fixtures as rf
-    from tests.fake_openai_server import FakeOpenAIServer
 except ImportError:
     import report_fixtures as rf
-    from fake_openai_server import FakeOpenAIServer
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 REPO = Path(__file__).resolve().parents[1]
@@ -71,16 +69,7 @@ def shot(driver, name: str, dirs: list[Path]) -> Path:
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("browser")
-    mp = pytest.MonkeyPatch()
-    mp.setenv("REPORT_KEY", "sk-browser")
-    try:
-        with FakeOpenAIServer() as server:
-            save = rf.run_pipeline(tmp, server)
-    finally:
-        mp.undo()
-    rf.write_comparisons(save)
-    rf.add_length_control(save)
+    save = rf.built_save(tmp_path_factory.mktemp("browser"), key="sk-browser")
     from evaluate.report import write_report
 
     return write_report(save)

@@ -52,6 +52,7 @@ from typing import Any, Mapping, Sequence
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
 from ..core.errors import InputError
 from ..core.records import Record
+from ..stats.intervals import wilson_interval as stats_wilson
 from .dispatch import complete_all
 from .parsing import parse_pair, weighted_pair
 from .prompts import BattlePrompt, fill
@@ -62,18 +63,11 @@ REFERENCE_BLOCK = {
     "en": "[Reference answer, correct, for comparison]\n{reference}\n[End of reference answer]",
     "cn": "【参考答案（正确答案，供比较）】\n{reference}\n【参考答案结束】",
 }
-Z95 = 1.959963984540054
 
 
-def wilson_interval(successes: float, n: float, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval for a proportion; (nan, nan) when n == 0."""
-    if n <= 0:
-        return (math.nan, math.nan)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+def wilson_interval(successes: float, n: float) -> tuple[float, float]:
+    """95% Wilson score interval for a proportion (evaluate.stats.intervals); (nan, nan) when n == 0."""
+    return stats_wilson(successes, n) or (math.nan, math.nan)
 
 
 @dataclass
