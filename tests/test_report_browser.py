@@ -179,3 +179,27 @@ def test_phone_width(report, tmp_path):
         assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
     finally:
         driver.quit()
+
+
+def test_compressed_item_data_loads_the_same_browser(report, tmp_path, monkeypatch):
+    """Large runs embed the item data gzip + base64 (a third of the size); the page inflates it with
+    DecompressionStream and shows the same items, still with no request and no console error."""
+    import evaluate.report.page as page
+    from evaluate.report import write_report
+
+    monkeypatch.setattr(page, "COMPRESS_ABOVE", 0)
+    packed = write_report(report.parent, out=tmp_path / "packed.html")
+    html = packed.read_text(encoding="utf-8")
+    assert 'id="report-data-gz"' in html and 'id="report-data"' not in html
+    driver = make_driver(1280, 1000)
+    try:
+        counts = []
+        for page_file in (report, packed):
+            driver.get(page_file.resolve().as_uri())
+            wait_ready(driver)
+            assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+            counts.append(driver.find_element("id", "b-count").text)
+            assert driver.execute_script("return window.__pwned === undefined")
+        assert counts[0] == counts[1] and counts[0]
+    finally:
+        driver.quit()

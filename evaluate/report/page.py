@@ -91,7 +91,7 @@ def context(data: SaveData) -> dict[str, Any]:
         "overall_charts": overall_charts(data),
         "run": run_panel(data),
         "problems": data.problems,
-        "browser_json": Markup(embed_json(browser_data(data))),
+        **embed_browser_data(browser_data(data)),
     }
 
 
@@ -431,6 +431,21 @@ def browser_data(data: SaveData) -> dict[str, Any]:
     ranges = [[lo.get(k), hi.get(k)] for k in key_list]
     return {"models": models, "cats": cats, "keys": key_list, "ranges": ranges,
             "shapes": [list(sh) for sh in shapes], "items": list(items.values()), "battles": battles}
+
+
+COMPRESS_ABOVE = 2_000_000  # bytes of JSON: larger item data is embedded gzip + base64 (about a third the size)
+
+
+def embed_browser_data(obj: Any) -> dict[str, Any]:
+    """The template's data block: plain JSON, or gzip + base64 for large runs (base64 holds no '<')."""
+    text = embed_json(obj)
+    if len(text) <= COMPRESS_ABOVE:
+        return {"browser_json": Markup(text), "browser_gz": None}
+    import base64
+    import gzip
+
+    packed = gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+    return {"browser_json": None, "browser_gz": Markup(base64.b64encode(packed).decode("ascii"))}
 
 
 def embed_json(obj: Any) -> str:

@@ -1,6 +1,6 @@
 (function () {
   "use strict";
-  var D = JSON.parse(document.getElementById("report-data").textContent);
+  var D = null;  // the item browser's data, read by load() below
   var PER_PAGE = 20;
   var state = { page: 0, list: [] };
   var $ = function (id) { return document.getElementById(id); };
@@ -218,5 +218,22 @@
     document.body.setAttribute("data-browser-ready", "1");
   }
 
-  init();
+  // Large runs embed their data gzip-compressed and base64-encoded (a third of the size); the
+  // browser inflates it with DecompressionStream (Chromium 80+, Firefox 113+, Safari 16.4+).
+  function load(done) {
+    var plain = $("report-data");
+    if (plain) { done(JSON.parse(plain.textContent)); return; }
+    var packed = $("report-data-gz");
+    if (!packed) return;
+    if (typeof DecompressionStream === "undefined") {
+      $("b-list").textContent = "This browser cannot inflate the item data (no DecompressionStream); open the report in a current Chromium or Firefox.";
+      return;
+    }
+    var bin = atob(packed.textContent.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"))).text()
+      .then(function (text) { done(JSON.parse(text)); });
+  }
+
+  load(function (data) { D = data; init(); });
 })();
