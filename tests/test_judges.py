@@ -14,7 +14,7 @@ import pytest
 
 from evaluate.backends.base import Backend, BackendError, Completion, JudgeRequest
 from evaluate.core.errors import InputError
-from evaluate.judges import (aggregate, battle, battle_all, fit_bradley_terry, load_battle_prompt,
+from evaluate.judges import (battle, battle_all, fit_bradley_terry, load_battle_prompt,
                              load_evaluation_prompts, rank, rate, wilson_interval)
 from evaluate.judges.battle import BattleItem, BattleResult
 from evaluate.judges.rating import RatingJudge
@@ -328,9 +328,13 @@ def test_aggregate(eval_path: Path) -> None:
     records.append(Record(id="bad", category="closed_qa", instruction="q", output="x"))
     judge = ScriptedJudge(lambda r: answer_in(r))  # the judge echoes the answer as its score
     items = rate(judge, load_evaluation_prompts(eval_path), records, ["relevance"])
-    summary = aggregate(records, items)["closed_qa"]["relevance"]
-    assert summary.mean == pytest.approx(3.0) and summary.count == 5 and summary.invalid == 1
-    assert summary.best == ["0", "2", "4"] and summary.worst == ["3", "1", "4"]
+    from evaluate.results import summarize  # the one aggregation every family's scores go through
+
+    values = [(r.id, it.scores["relevance"]) for r, it in zip(records, items) if "relevance" in it.scores]
+    summary = summarize(values, sum("relevance" in it.invalid for it in items), (1.0, 5.0))
+    assert summary["mean"] == pytest.approx(3.0) and summary["n"] == 5 and summary["invalid"] == 1
+    assert summary["best"] == {"id": "0", "value": 5.0} and summary["worst"] == {"id": "3", "value": 1.0}
+    assert 1.0 <= summary["ci95"][0] < 3.0 < summary["ci95"][1] <= 5.0
 
 
 def test_rating_signature(eval_path: Path) -> None:

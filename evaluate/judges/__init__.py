@@ -12,11 +12,11 @@ from .bradley_terry import Ranking, fit_bradley_terry, rank
 from .parsing import parse_pair, parse_rating, score_from_top_logprobs
 from .prompts import (BattlePrompt, EvaluationPrompts, PromptEntry, fill, load_battle_prompt,
                       load_evaluation_prompts)
-from .rating import MetricSummary, RatingJudge, aggregate, rate
+from .rating import RatingJudge, rate
 
 __all__ = [
-    "BattleItem", "BattleJudge", "BattlePrompt", "BattleResult", "EvaluationPrompts", "MetricSummary",
-    "OrderJudgment", "PromptEntry", "Ranking", "RatingJudge", "aggregate", "battle", "battle_all", "fill",
+    "BattleItem", "BattleJudge", "BattlePrompt", "BattleResult", "EvaluationPrompts",
+    "OrderJudgment", "PromptEntry", "Ranking", "RatingJudge", "battle", "battle_all", "fill",
     "fit_bradley_terry", "load_battle_prompt", "load_evaluation_prompts", "parse_pair", "parse_rating",
     "rank", "rate", "score_from_top_logprobs", "wilson_interval",
 ]

@@ -11,8 +11,8 @@ Public API
 ``RatingJudge(backend, prompts, ...)`` holds the same options; ``.rate(records, metrics)`` and
 ``.signature()`` (judge, prompt file and sha256, mode, options) — what makes two runs comparable.
 
-``aggregate(records, items) -> {category: {metric: MetricSummary}}``: mean, count, invalid
-count, best and worst item ids.
+Aggregates (means, intervals, best and worst items) are made in one place for every family:
+``evaluate.results.summarize``.
 
 Modes
 -----
@@ -35,7 +35,6 @@ reported before any judge call.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
@@ -59,22 +58,6 @@ REFERENCE_BLOCK = {
     "en": "\n\nThe reference answer, which is correct and can serve as an example, is as follows:\n\n{reference}",
     "cn": "\n\n参考答案如下（该答案是正确的，可作为范例）：\n\n{reference}",
 }
-
-
-@dataclass
-class MetricSummary:
-    """One category x metric: mean of the valid scores, how many, how many invalid, and the ids
-    of the (up to 3) best and worst items, best first / worst first."""
-
-    mean: float
-    count: int
-    invalid: int
-    best: list[str] = field(default_factory=list)
-    worst: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"mean": self.mean, "count": self.count, "invalid": self.invalid,
-                "best": self.best, "worst": self.worst}
 
 
 def _references(record: Record) -> str:
@@ -249,30 +232,3 @@ def rate(backend: Backend, prompts: EvaluationPrompts, records: Sequence[Record]
     `options` go to RatingJudge (system_prompt, format_instruction, min_mass, max_tokens, top_logprobs)."""
     judge = RatingJudge(backend, prompts, mode=mode, with_reference=with_reference, language=language, **options)
     return judge.rate(records, metrics, progress)
-
-
-def aggregate(records: Sequence[Record], items: Sequence[ItemScores],
-              top: int = 3) -> dict[str, dict[str, MetricSummary]]:
-    """Per category and metric: mean of valid scores, count, invalid count, best/worst ids."""
-    if len(records) != len(items):
-        raise ValueError(f"aggregate: {len(records)} records but {len(items)} item scores")
-    table: dict[str, dict[str, tuple[list[tuple[float, str]], int]]] = {}
-    for record, item in zip(records, items):
-        cat = table.setdefault(record.category, {})
-        for metric, value in item.scores.items():
-            cat.setdefault(metric, ([], 0))[0].append((value, record.id))
-        for metric in item.invalid:
-            vals, bad = cat.setdefault(metric, ([], 0))
-            cat[metric] = (vals, bad + 1)
-    out: dict[str, dict[str, MetricSummary]] = {}
-    for category, metrics in table.items():
-        out[category] = {}
-        for metric, (vals, bad) in metrics.items():
-            mean = sum(v for v, _ in vals) / len(vals) if vals else float("nan")
-            by_score = sorted(vals, key=lambda vi: -vi[0])  # stable: equal scores keep record order
-            out[category][metric] = MetricSummary(
-                mean=mean, count=len(vals), invalid=bad,
-                best=[i for _, i in by_score[:top]],
-                worst=[i for _, i in sorted(vals, key=lambda vi: vi[0])[:top]],
-            )
-    return out
