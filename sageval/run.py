@@ -132,47 +132,50 @@ def run_sage(backend: Backend, records: Sequence[Record], aspects: Sequence[str 
         raise InputError(f"run_sage: max_new_aspects must be from 0 to 10, got {max_new_aspects}")
     for i, rec in enumerate(records):
         if not isinstance(rec, Record):
-            raise InputError(f"run_sage: records[{i}] must be an evaluate.core.records.Record, got {type(rec).__name__}")
+            raise InputError(f"run_sage: records[{i}] must be a Record (evaluate.core.records), "
+                             f"got {type(rec).__name__}")
     sage_backend = sage_backend or backend
     known = load_aspects(aspects_file, language)
     chosen = resolve_aspects(aspects, known)
     prompts = load_prompts(prompts_file, language)
-    ev_lp = _wants_logprobs(backend, use_logprobs, "evaluator")
-    sg_lp = _wants_logprobs(sage_backend, use_logprobs, "SAGE")
+    evaluator_weighted = _wants_logprobs(backend, use_logprobs, "evaluator")
+    sage_weighted = _wants_logprobs(sage_backend, use_logprobs, "SAGE")
 
     # 1. the evaluator agent
-    ev_ex = ask_json(backend, [evaluator_request(prompts, r, chosen, max_tokens) for r in records],
+    evaluator_exchanges = ask_json(backend, [evaluator_request(prompts, r, chosen, max_tokens) for r in records],
                      lambda text: parse_evaluator_reply(text, chosen), prompts, "evaluator", max_retries,
                      progress)
-    ev_w: list[dict[str, Weighted | str]] = [{} for _ in records]
-    if ev_lp:
-        ev_w = _weighted_round(backend, prompts, "evaluator", records, chosen, top_logprobs, None, progress)
-    evaluator = [_stated(ex, chosen, w, min_digit_mass) for ex, w in zip(ev_ex, ev_w)]
+    evaluator_weights: list[dict[str, Weighted | str]] = [{} for _ in records]
+    if evaluator_weighted:
+        evaluator_weights = _weighted_round(backend, prompts, "evaluator", records, chosen, top_logprobs, None,
+                                            progress)
+    evaluator = [_stated(ex, chosen, w, min_digit_mass) for ex, w in zip(evaluator_exchanges, evaluator_weights)]
 
     # 2. the SAGE agent reads each item with the evaluator's judgements
     sage_reqs = [sage_request(prompts, r, chosen,
                               {aid: (aj.value, aj.reason) for aid, aj in ev.items() if aj.value is not None},
                               max_tokens, max_new_aspects)
                  for r, ev in zip(records, evaluator)]
-    sg_ex = ask_json(sage_backend, sage_reqs, lambda text: parse_sage_reply(text, chosen, max_new_aspects),
+    sage_exchanges = ask_json(sage_backend, sage_reqs, lambda text: parse_sage_reply(text, chosen, max_new_aspects),
                      prompts, "sage", max_retries, progress)
-    sg_w: list[dict[str, Weighted | str]] = [{} for _ in records]
-    if sg_lp:
-        sg_w = _weighted_round(sage_backend, prompts, "sage", records, chosen, top_logprobs, evaluator, progress)
-    sage = [_stated(ex, chosen, w, min_digit_mass) for ex, w in zip(sg_ex, sg_w)]
+    sage_weights: list[dict[str, Weighted | str]] = [{} for _ in records]
+    if sage_weighted:
+        sage_weights = _weighted_round(sage_backend, prompts, "sage", records, chosen, top_logprobs, evaluator,
+                                       progress)
+    sage = [_stated(ex, chosen, w, min_digit_mass) for ex, w in zip(sage_exchanges, sage_weights)]
 
     items = []
-    for rec, ex_e, ex_s, ev, sg in zip(records, ev_ex, sg_ex, evaluator, sage):
-        raws = {"evaluator": ex_e.raw, "sage": ex_s.raw}
-        new = ex_s.best.new_aspects if ex_s.best else []
-        problems = ex_s.best.problems if ex_s.best else {}
+    for rec, exchange_ev, exchange_sage, ev, sg in zip(records, evaluator_exchanges, sage_exchanges, evaluator, sage):
+        raws = {"evaluator": exchange_ev.raw, "sage": exchange_sage.raw}
+        new = exchange_sage.best.new_aspects if exchange_sage.best else []
+        problems = exchange_sage.best.problems if exchange_sage.best else {}
         scores = _item_scores(rec, chosen, ev, sg, new, raws, problems)
-        closed = {"evaluator": ex_e.closed, "sage": ex_s.closed}
+        closed = {"evaluator": exchange_ev.closed, "sage": exchange_sage.closed}
         if any(closed.values()):  # which agents' kept replies were cut at the token limit and closed
             scores.details["sageval"]["cut_and_closed"] = [agent for agent, c in closed.items() if c]
         items.append(SageItem(
             record_id=rec.id, category=rec.category, evaluator=ev, sage=sg, new_aspects=list(new), raw=raws,
-            attempts={"evaluator": len(ex_e.attempts), "sage": len(ex_s.attempts)},
+            attempts={"evaluator": len(exchange_ev.attempts), "sage": len(exchange_sage.attempts)},
             closed=closed,
             scores=scores))
 
@@ -184,7 +187,7 @@ def run_sage(backend: Backend, records: Sequence[Record], aspects: Sequence[str 
         "aspects_file": str(aspects_path), "aspects_sha256": file_hash(aspects_path),
         "prompts_file": prompts.source, "prompts_sha256": prompts.sha,
         "evaluator_backend": backend.signature(), "sage_backend": sage_backend.signature(),
-        "weighted_scores": {"evaluator": ev_lp, "sage": sg_lp},
+        "weighted_scores": {"evaluator": evaluator_weighted, "sage": sage_weighted},
         "top_logprobs": top_logprobs, "min_digit_mass": min_digit_mass,
         "max_retries": max_retries, "max_new_aspects": max_new_aspects, "max_tokens": max_tokens,
     }
