@@ -42,6 +42,12 @@ def test_sageval_family(tmp_path, fake_openai, monkeypatch):
     overall = res["aggregates"]["overall"]
     assert overall["SAGEval/cohesion@evaluator"]["mean"] == 5 and overall["SAGEval/cohesion"]["mean"] == 4
     assert overall["SAGEval/accuracy"]["n"] == n
+    # the plan counted the calls the run made, and the pool metered them for the manifest
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["plan"]["work"]["SAGEval"]["judge_calls"] == fake_openai.chat_calls == 2 * n
+    usage = manifest["usage"]["SAGEval"]
+    assert usage["requests"] == usage["cache_misses"] == fake_openai.chat_calls
+    assert usage["prompt_tokens"] == 10 * fake_openai.chat_calls  # the fake server's usage block: (10, 1)
     summary = json.loads((tmp_path / "out" / "sageval" / "gen.json").read_text())
     assert set(summary["by_category"]) == {"survey", "form", "quiz"}
     cat = next(iter(summary["by_category"].values()))
@@ -69,3 +75,28 @@ def test_cn_config_may_name_aspects_in_chinese(tmp_path):
     assert fam.validate(ctx, "survey", ["公平性", "准确度", "cohesion"], "category.survey", used=True) == []
     problems = fam.validate(ctx, "survey", ["不存在的维度"], "category.survey", used=True)
     assert len(problems) == 1 and "category.survey" in problems[0]
+
+
+def test_sageval_plan_and_usage_with_weighted_scores(tmp_path, fake_openai, monkeypatch):
+    """With probability-weighted scores each item costs two JSON replies and one one-token call per
+    aspect and agent: the plan says so (it said 2 per item), and the manifest meters every one."""
+    import math
+
+    def reply_with_logprobs(rec):
+        if rec.body.get("max_tokens") == 1:
+            return Reply(content="4", top_logprobs=[{"4": math.log(0.7), "3": math.log(0.3)}])
+        return reply(rec)
+
+    monkeypatch.setenv("SAGE_KEY", "sk-sage")
+    fake_openai.reply_fn = reply_with_logprobs
+    cfg = {"save_path": str(tmp_path / "out"), "answers": [{"name": "gen", "path": str(SURVEYS)}],
+           "category": {"survey": {"SAGEval": ["accuracy", "cohesion"]}},
+           "judge": {"backend": "openai", "model": "fake", "base_url": fake_openai.url, "api_key_env": "SAGE_KEY"},
+           "sageval": {"use_logprobs": True, "max_retries": 0}}
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cfg))
+    assert main(["--config", str(path)]) == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    n = manifest["plan"]["items"]["gen"]["survey"]
+    assert manifest["plan"]["work"]["SAGEval"]["judge_calls"] == n * (2 + 2 * 2) == fake_openai.chat_calls
+    assert manifest["usage"]["SAGEval"]["requests"] == fake_openai.chat_calls
