@@ -290,6 +290,29 @@ def test_prefix_reuse_gives_the_same_numbers(fresh, dtype, tol):
     same(plain.complete(short), reuse.complete(short))
 
 
+def test_batched_one_token_requests_give_the_same_scores(fresh):
+    """`batch_size` > 1 puts one-token requests of different lengths in one left-padded forward pass
+    (what a GPU wants): same greedy token and the same top log-probabilities as one at a time;
+    longer requests in the same call still go one at a time, in order."""
+    one, batched = fresh(prefix_reuse=False, dtype="float32"), fresh(prefix_reuse=False, dtype="float32",
+                                                                     batch_size=3)
+    requests = [rating(a) for a in ANSWERS] + [rating(ANSWERS[0], max_tokens=4, top_logprobs=3)]
+    requests += [JudgeRequest.chat(RUBRIC, "Question: What is 2+2?\nAnswer: 4", max_tokens=1, top_logprobs=5)]
+    before = batched.forward_passes
+    got = batched.complete_many(requests)
+    want = [one.complete(r) for r in requests]
+    n_one_token = sum(r.max_tokens == 1 for r in requests)
+    assert batched.forward_passes - before < n_one_token + 4  # the one-token requests shared passes
+    for a, b in zip(want, got, strict=True):
+        assert a.text == b.text and a.finish_reason == b.finish_reason and a.prompt_tokens == b.prompt_tokens
+        for pa, pb in zip(a.top_logprobs, b.top_logprobs, strict=True):
+            assert max(pa, key=pa.get) == max(pb, key=pb.get)
+            for t in set(pa) & set(pb):
+                assert abs(pa[t] - pb[t]) < 2e-3, (t, pa[t], pb[t])
+    with pytest.raises(InputError):
+        fresh(batch_size=0)
+
+
 COPYING = [  # replies that copy from their prompt: prompt-lookup drafts get confirmed
     'Copy this JSON exactly: {"aspect": "relevancy", "score": 4, "reason": "The form covers every required field."}',
     "Repeat the following sentence three times: The quick brown fox jumps over the lazy dog.",

@@ -21,6 +21,8 @@ token or ten, so every confirmed token is a step saved; the output is the greedy
 
 from __future__ import annotations
 
+import logging
+
 import threading
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -28,6 +30,9 @@ from typing import Any, Sequence
 from ..core.errors import InputError
 from .weights import ModelInfo, common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -66,6 +71,7 @@ class LocalBackend(Backend):
         expected_sha256: str | None = None,
         lookahead: int = 3,
         lookup_ngram: int = 3,
+        batch_size: int = 1,
     ):
         super().__init__(model)
         self.dtype = resolve_dtype(dtype)  # resolved now: the judge signature (cache key) names the real one
@@ -79,6 +85,9 @@ class LocalBackend(Backend):
             raise InputError(f"LocalBackend: lookahead must be >= 0 and lookup_ngram >= 2, got {lookahead}, {lookup_ngram}")
         self.lookahead = lookahead
         self.lookup_ngram = lookup_ngram
+        if batch_size < 1:
+            raise InputError(f"LocalBackend: batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size  # one-token requests per forward pass (left-padded); 1: one at a time
         self._lock = threading.RLock()
         self._slots: list[_Slot] = []
         self._lm: Any = None
@@ -324,17 +333,68 @@ class LocalBackend(Backend):
                 raise BackendError(f"local model {self.model}: {type(exc).__name__}: {exc}") from exc
 
     def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
-        """In order, one at a time (the prefix cache makes that fast). Loads the model first, so a
-        missing model raises InputError once instead of turning every request into an invalid one."""
+        """In order, one at a time (the prefix cache makes that fast on a CPU), or, with `batch_size` > 1,
+        greedy one-token requests (G-Eval ratings, UniEval questions) `batch_size` to a forward pass:
+        what pays on a GPU. Loads the model first, so a missing model raises InputError once instead
+        of turning every request into an invalid one."""
         self.load()
-        out: list[Completion] = []
-        for req in requests:
+        out: list[Completion | None] = [None] * len(requests)
+        batchable = [i for i, r in enumerate(requests)
+                     if self.batch_size > 1 and r.max_tokens == 1 and r.temperature == 0 and not r.stop]
+        for start in range(0, len(batchable), self.batch_size):
+            chunk = batchable[start:start + self.batch_size]
             try:
-                comp = self.complete(req)
-            except Exception as exc:  # noqa: BLE001 - never raise past this point
-                comp = Completion(error=str(exc) or type(exc).__name__)
-            out.append(comp)
-            if progress:
-                progress(comp)
-        return out
+                comps = self._complete_batch([requests[i] for i in chunk])
+            except Exception as exc:  # noqa: BLE001 - a failing batch: each request is tried alone below
+                comps = [None] * len(chunk)
+                log.warning("local batch of %d failed (%s); judging them one at a time", len(chunk), exc)
+            for i, comp in zip(chunk, comps):
+                out[i] = comp
+                if progress and comp is not None:
+                    progress(comp)
+        for i, req in enumerate(requests):
+            if out[i] is None:
+                try:
+                    out[i] = self.complete(req)
+                except Exception as exc:  # noqa: BLE001 - never raise past this point
+                    out[i] = Completion(error=str(exc) or type(exc).__name__)
+                if progress:
+                    progress(out[i])
+        return [c for c in out if c is not None]
+
+    def _complete_batch(self, requests: Sequence[JudgeRequest]) -> list[Completion]:
+        """Greedy one-token completions of several prompts in one left-padded forward pass.
+
+        Pads sit left of each prompt and are masked out; rotary position embeddings depend only on
+        relative positions, so each row's last-position logits equal its own unpadded pass (to float
+        rounding; tests compare with one at a time)."""
+        import torch
+
+        with self._lock, torch.inference_mode():
+            prompts = [self.prompt_ids(r) for r in requests]
+            limit = getattr(self._lm.config, "max_position_embeddings", None) or 10**9
+            if max(len(p) for p in prompts) >= limit:
+                raise BackendError(f"a prompt reaches the model's context ({limit} tokens)")
+            width = max(len(p) for p in prompts)
+            pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else (self._tok.eos_token_id or 0)
+            ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+            self.forward_passes += 1
+            hidden = self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1].float()
+            weight, bias = self._head  # type: ignore[misc]
+            logits = hidden @ weight.T
+            if bias is not None:
+                logits = logits + bias
+            cap = getattr(self._lm.config, "final_logit_softcapping", None)
+            if cap:
+                logits = torch.tanh(logits / cap) * cap
+            eos = self._eos_ids()
+            out = []
+            for req, p, row in zip(requests, prompts, logits):
+                nxt = int(torch.argmax(row))
+                top = [self._top_logprobs(torch.log_softmax(row, -1), req.top_logprobs)] if req.top_logprobs > 0 else []
+                text = "" if nxt in eos else self._tok.decode([nxt], skip_special_tokens=True)
+                out.append(Completion(text=text, top_logprobs=top, prompt_tokens=len(p), completion_tokens=1,
+                                      finish_reason="stop" if nxt in eos else "length"))
+            return out
 

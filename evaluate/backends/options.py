@@ -31,6 +31,8 @@ class JudgeOptions:
     max_tokens: int = option(512, "most tokens a reply may have", min=1)
     explain: bool = option(True, "battle: let the judge explain after its score line")
     lookahead: int = option(3, "local judge: most tokens drafted per step by prompt-lookup decoding (0: off)", min=0)
+    local_batch_size: int = option(1, "local judge: one-token requests per forward pass (a GPU wants 8-32; "
+                                      "1: one at a time with prefix reuse, faster on a CPU)", min=1)
 
     def problems(self) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []

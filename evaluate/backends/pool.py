@@ -33,7 +33,8 @@ def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | Non
     else:
         from .local import LocalBackend
 
-        inner = LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead)
+        inner = LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead,
+                             batch_size=opts.local_batch_size)
     if cache_path is None:
         return inner
     from .cache import CachedBackend
