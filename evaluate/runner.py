@@ -270,6 +270,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
         if scheduler is not None:  # units not started never start; unsent requests come back at once
             scheduler.shutdown()
             judges.cancel()
+            scheduler.join(min(cfg.judge.timeout, 30.0))  # in flight: paid for, let the cache keep them
         raise
     finally:
         if scheduler is not None:

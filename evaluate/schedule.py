@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
 from concurrent.futures import Future
 from typing import Any, Callable
 
@@ -66,3 +67,12 @@ class UnitScheduler:
             pending, self._pending = self._pending, []
         for fut, _, _ in pending:
             fut.cancel()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for the units already running (after the judge was cancelled,
+        they only wait for their requests in flight, which are paid for and go to the cache)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._threads)
+        for t in threads:
+            t.join(max(0.0, deadline - time.monotonic()))

@@ -98,3 +98,31 @@ def test_side_by_side_on_two_replicas_equals_sequential_on_one(tmp_path: Path, m
     assert list(par["outputs"]) == list(seq["outputs"])
     usage = par["usage"]["(judge)"]
     assert usage["failures"] == 0 and set(usage["endpoints"]) == {r1.url, r2.url}
+
+
+def test_a_stopped_run_ends_at_once_and_keeps_what_was_paid(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SCHED_KEY", "sk-sched-test-never-written-1234")
+    monkeypatch.setenv("EVAL_NO_PROGRESS", "1")
+
+    def stop_on_first_result(line: str) -> None:
+        if " items in " in line:
+            raise KeyboardInterrupt
+
+    with FakeOpenAIServer(reply, latency=0.02) as one:
+        try:
+            run(config(tmp_path, "stop", base_url=one.url, concurrency=2), families=["GPT"], charts=False,
+                log=stop_on_first_result)
+        except KeyboardInterrupt:
+            pass
+        else:
+            raise AssertionError("the interrupt was swallowed")
+        sent = one.chat_calls
+        manifest = json.loads((tmp_path / "stop" / "manifest.json").read_text())
+        assert manifest["status"] == "interrupted"
+        assert 0 < sent < 300  # 150 ratings + 150 battle calls in all: stopped before the end
+        import sqlite3
+
+        with sqlite3.connect(tmp_path / "stop" / "judge_cache.sqlite") as db:
+            stored = db.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+        answered = sum(1 for r in one.chat_requests() if r.answered == 200)
+        assert stored == answered  # every reply that came back is in the cache
