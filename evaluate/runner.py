@@ -26,6 +26,7 @@ from .backends.pool import JudgePool
 from .families import Context, Family, family_names, get_family
 from .core.records import Record
 from .results import ModelResults, atomic_write_json, load_all, write_summary_csv
+from .schedule import UnitScheduler
 
 
 @dataclass
@@ -172,8 +173,11 @@ def _versions() -> dict[str, str]:
 
 
 def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: bool = True,
-        log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> dict[str, Any]:
-    """Run the job; returns the manifest. Raises InputError/ConfigError on bad input (before any work)."""
+        log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), parallel: bool | None = None) -> dict[str, Any]:
+    """Run the job; returns the manifest. Raises InputError/ConfigError on bad input (before any work).
+
+    parallel: work on judge-bound units side by side (evaluate/schedule.py); None: when the judge
+    is an HTTP server. Results are the same either way."""
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
@@ -201,51 +205,76 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     log(plan.describe())
     for fam, ctx in contexts.items():  # the run's contexts: the judge pool, the save path, a log, a fresh memo
         contexts[fam] = family_context(cfg, fam, sets, judges=judges, save_path=save, log=log)
+    scheduler = unit_scheduler(cfg, parallel)
     try:
+        # every unit in the sequential order; judge-bound ones start now on the scheduler's threads
+        units: list[tuple[AnswerSet, str, str, list[str], list[Record]]] = []
         for s in sets:
-            res = ModelResults.open(save, s.name, str(s.path), s.records)
-            res.skipped_categories = dict(plan.skipped)
             by_cat: dict[str, list[Record]] = {}
             for r in s.records:
                 by_cat.setdefault(r.category, []).append(r)
             for cat, fams in plan.categories.items():
-                recs = by_cat.get(cat, [])
-                if not recs:
-                    continue
-                for fam, names in fams.items():
-                    t0 = time.time()
-                    try:
-                        out = fam_objs[fam].score(contexts[fam].for_model(s.name), cat, names, recs)
-                    except InputError:
-                        raise
-                    except Exception as exc:  # one broken evaluator must not lose the rest of the run
-                        manifest["errors"].append({"model": s.name, "category": cat, "family": fam,
-                                                   "error": f"{type(exc).__name__}: {exc}",
-                                                   "traceback": traceback.format_exc(limit=5)})
-                        log(f"error: {s.name} / {cat} / {fam}: {type(exc).__name__}: {exc}")
-                        _write_manifest(save, manifest)
-                        continue
-                    res.add(fam, cat, recs, out.items, with_scale(out.signatures, fam_objs[fam]), out.corpus)
-                    res.save(save, run_id)
-                    log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {time.time() - t0:.1f}s")
-            res.save(save, run_id)
+                if by_cat.get(cat):
+                    units.extend((s, cat, fam, names, by_cat[cat]) for fam, names in fams.items())
+        side = lambda fam: scheduler is not None and fam_objs[fam].judge_bound(contexts[fam])  # noqa: E731
+        early = {fam: scheduler.submit(_timed, obj.score_run, contexts[fam], plan.categories)
+                 for fam, obj in fam_objs.items() if side(fam) and obj.run_independent}
+        started = [scheduler.submit(_timed, fam_objs[fam].score, contexts[fam].for_model(s.name), cat, names, recs)
+                   if side(fam) else None for s, cat, fam, names, recs in units]
+        if scheduler is not None and any(started):
+            log(f"judge-bound units side by side: {sum(1 for f in started if f)} of {len(units)}, "
+                f"{scheduler.workers} at a time, {cfg.judge.concurrency} judge requests in flight per endpoint")
+        results: dict[str, ModelResults] = {}
+        for i, ((s, cat, fam, names, recs), fut) in enumerate(zip(units, started)):
+            if s.name not in results:
+                res = results[s.name] = ModelResults.open(save, s.name, str(s.path), s.records)
+                res.skipped_categories = dict(plan.skipped)
+            res = results[s.name]
+            try:
+                out, secs = fut.result() if fut is not None else \
+                    _timed(fam_objs[fam].score, contexts[fam].for_model(s.name), cat, names, recs)
+            except InputError:
+                raise
+            except Exception as exc:  # one broken evaluator must not lose the rest of the run
+                manifest["errors"].append({"model": s.name, "category": cat, "family": fam,
+                                           "error": f"{type(exc).__name__}: {exc}",
+                                           "traceback": "".join(traceback.format_exception(exc, limit=5))})
+                log(f"error: {s.name} / {cat} / {fam}: {type(exc).__name__}: {exc}")
+                _write_manifest(save, manifest)
+            else:
+                res.add(fam, cat, recs, out.items, with_scale(out.signatures, fam_objs[fam]), out.corpus)
+                res.save(save, run_id)
+                log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {secs:.1f}s")
+            if i + 1 == len(units) or units[i + 1][0] is not s:
+                res.save(save, run_id)
+        for s in sets:  # a model without any unit still gets its file, as before
+            if s.name not in results:
+                res = results[s.name] = ModelResults.open(save, s.name, str(s.path), s.records)
+                res.skipped_categories = dict(plan.skipped)
+                res.save(save, run_id)
         for fam, obj in fam_objs.items():
             try:
-                extra = obj.score_run(contexts[fam], plan.categories)
+                extra = early[fam].result()[0] if fam in early else obj.score_run(contexts[fam], plan.categories)
                 if extra:
                     manifest.setdefault("outputs", {})[fam] = extra
             except InputError:
                 raise
             except Exception as exc:
                 manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
-                                           "traceback": traceback.format_exc(limit=5)})
+                                           "traceback": "".join(traceback.format_exception(exc, limit=5))})
                 log(f"error: {fam}: {type(exc).__name__}: {exc}")
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
         manifest["errors"].append({"error": f"{type(exc).__name__}: {exc}"})
+        if scheduler is not None:  # units not started never start; unsent requests come back at once
+            scheduler.shutdown()
+            judges.cancel()
+            scheduler.join(min(cfg.judge.timeout, 30.0))  # in flight: paid for, let the cache keep them
         raise
     finally:
+        if scheduler is not None:
+            scheduler.shutdown()
         manifest["usage"] = judges.usage()
         judges.close()
         manifest["finished"] = _iso(time.time())
@@ -278,6 +307,22 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 manifest["errors"].append({"error": f"report: {type(exc).__name__}: {exc}"})
             _write_manifest(save, manifest)
     return manifest
+
+
+def unit_scheduler(cfg: RunConfig, parallel: bool | None) -> UnitScheduler | None:
+    """Threads for judge-bound units when the judge is an HTTP server (a local judge stays sequential):
+    enough units at a time to keep the judge's requests in flight (a unit of one small category
+    has only a few), at most 64."""
+    if parallel is False or (parallel is None and cfg.judge.backend != "openai"):
+        return None
+    specs = cfg.judge.endpoint_specs() or [{"concurrency": cfg.judge.concurrency}]
+    in_flight = sum(int(e["concurrency"]) for e in specs)
+    return UnitScheduler(min(64, max(4, in_flight // 4)))
+
+
+def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
+    t0 = time.time()
+    return fn(*args), time.time() - t0
 
 
 def _iso(t: float) -> str:

@@ -74,6 +74,7 @@ class RecordedRequest:
     headers: dict[str, str]
     raw: bytes
     time: float
+    answered: int = 0  # the status of the reply once it was written (0: none was, e.g. the server stopped)
 
     @property
     def body(self) -> dict[str, Any]:
@@ -217,7 +218,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.requests.append(rec)
         return rec
 
-    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> bool:
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -226,8 +227,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.send_header(k, v)
             self.end_headers()
             self.wfile.write(body)
+            return True
         except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (a timeout test)
+            return False  # the client gave up (a timeout test)
 
     def do_GET(self) -> None:
         self._record(b"")
@@ -242,6 +244,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         rec = self._record(raw)
+        if self.fake._stopping.is_set():  # a stopped (dying) server drops its open connections
+            self.close_connection = True
+            return
         if not self.path.rstrip("/").endswith("/chat/completions"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
@@ -249,9 +254,11 @@ class _Handler(BaseHTTPRequestHandler):
         delay = self.fake.latency if reply.latency is None else reply.latency
         if reply.hang or delay:
             if self.fake._stopping.wait(reply.hang + delay):
+                self.close_connection = True
                 return
         body = reply.raw_body if reply.raw_body is not None else json.dumps(self.fake._completion_body(rec, reply)).encode()
-        self._send(reply.status, body, reply.headers)
+        if self._send(reply.status, body, reply.headers):
+            rec.answered = reply.status
 
 
 @pytest.fixture

@@ -2,7 +2,9 @@
 
 Judge calls cost money and time; the same (judge, request) pair must be paid for once. The
 key is sha256 of the judge's signature (minus fields that do not change answers, such as
-concurrency) and the request's canonical hash. Each successful completion is written the
+concurrency, and minus the server URL: replicas of one model behind several endpoints share the
+cache) and the request's canonical hash. Entries written when the key still held the URL are
+found too (and copied to the new key), so an older cache is never paid for twice. Each successful completion is written the
 moment it arrives, so a run killed half-way resumes paying only for the rest. Failures and
 empty replies are never stored: a re-run retries them.
 """
@@ -24,7 +26,10 @@ from ..core.errors import InputError
 SCHEMA_VERSION = 1
 # Signature fields that never change what the judge answers; excluded from the key so that
 # tuning them keeps the cache valid.
-VOLATILE_FIELDS: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device")
+VOLATILE_FIELDS: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device",
+                                     "base_url")
+# The fields the key left out before it left out the server URL (those caches are still read).
+_LEGACY_VOLATILE: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -43,8 +48,8 @@ class CachedBackend(Backend):
     Args:
         inner: the backend that really answers.
         path: the SQLite file (created with its parent folder).
-        volatile_fields: signature keys left out of the cache key (add "base_url" to share a
-            cache between two servers known to serve the same model).
+        volatile_fields: signature keys left out of the cache key (the server URL is: endpoints
+            of one model share the cache; remove "base_url" to key on the server too).
         chunk_size: for inner backends without `complete_many_indexed`, misses are sent in chunks
             of this size and each chunk is stored as soon as it returns.
     """
@@ -62,8 +67,15 @@ class CachedBackend(Backend):
         self.kind = inner.kind
         self.path = Path(path)
         self.chunk_size = max(1, chunk_size)
-        judge = {k: v for k, v in inner.signature().items() if k not in set(volatile_fields)}
+        sig = inner.signature()
+        judge = {k: v for k, v in sig.items() if k not in set(volatile_fields)}
         self._judge = json.dumps(judge, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        # keys of caches written when the URL was part of the key: one per endpoint URL
+        urls = sig.get("base_url") if "base_url" in volatile_fields else None
+        old = {k: v for k, v in sig.items() if k not in _LEGACY_VOLATILE}
+        self._legacy_judges = [json.dumps({**old, "base_url": u}, sort_keys=True, ensure_ascii=False,
+                                          separators=(",", ":"))
+                               for u in ([urls] if isinstance(urls, str) else urls or [])]
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
@@ -79,21 +91,43 @@ class CachedBackend(Backend):
 
     # ------------------------------------------------------------------ keys and storage
     def key(self, request: JudgeRequest) -> str:
-        blob = json.dumps({"v": SCHEMA_VERSION, "judge": self._judge, "request": request.key()}, sort_keys=True)
+        return self._key(self._judge, request.key())
+
+    @staticmethod
+    def _key(judge: str, request_key: str) -> str:
+        blob = json.dumps({"v": SCHEMA_VERSION, "judge": judge, "request": request_key}, sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
-    def _lookup(self, keys: Sequence[str]) -> dict[str, Completion]:
-        found: dict[str, Completion] = {}
+    def _select(self, keys: Sequence[str]) -> dict[str, str]:
+        found: dict[str, str] = {}
         unique = list(dict.fromkeys(keys))
         with self._lock:
             for start in range(0, len(unique), 500):  # stay under SQLite's bound-parameter limit
                 part = unique[start : start + 500]
-                rows = self._conn.execute(
+                found.update(self._conn.execute(
                     f"SELECT key, completion FROM completions WHERE key IN ({','.join('?' * len(part))})", part
-                ).fetchall()
-                for k, blob in rows:
-                    found[k] = Completion.from_dict(json.loads(blob), cached=True)
+                ).fetchall())
         return found
+
+    def _lookup(self, keys: Sequence[str], requests: Sequence[JudgeRequest] = ()) -> dict[str, Completion]:
+        """Completions stored under `keys`; with `requests` (in the same order), misses are also looked
+        up under the keys of a cache written when the key held the server URL, and copied over."""
+        blobs = self._select(keys)
+        if self._legacy_judges and requests and len(blobs) < len(set(keys)):
+            legacy: dict[str, tuple[str, JudgeRequest]] = {}
+            for k, req in zip(keys, requests):
+                if k not in blobs:
+                    rk = req.key()
+                    for judge in self._legacy_judges:
+                        legacy[self._key(judge, rk)] = (k, req)
+            for old_key, blob in self._select(list(legacy)).items():
+                k, req = legacy[old_key]
+                if k not in blobs:
+                    blobs[k] = blob
+                    row = (k, self._judge, json.dumps(req.as_dict(), ensure_ascii=False), blob, time.time())
+                    with self._lock:
+                        self._conn.execute("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?, ?)", row)
+        return {k: Completion.from_dict(json.loads(blob), cached=True) for k, blob in blobs.items()}
 
     def _store(self, key: str, request: JudgeRequest, comp: Completion) -> None:
         if not comp.ok or not comp.text.strip():
@@ -120,7 +154,7 @@ class CachedBackend(Backend):
 
     def complete(self, request: JudgeRequest) -> Completion:
         key = self.key(request)
-        hit = self._lookup([key]).get(key)
+        hit = self._lookup([key], [request]).get(key)
         if hit is not None:
             with self._lock:
                 self.hits += 1
@@ -134,7 +168,7 @@ class CachedBackend(Backend):
     def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
         """Hits first, then the misses (each distinct request once) through the inner backend; input order kept."""
         keys = [self.key(r) for r in requests]
-        found = self._lookup(keys)
+        found = self._lookup(keys, requests)
         out: list[Completion | None] = [found.get(k) for k in keys]
         # Identical requests in one batch are sent once: the cache would collapse them on a re-run anyway.
         positions: dict[str, list[int]] = {}

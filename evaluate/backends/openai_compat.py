@@ -20,7 +20,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import openai
 
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
-from .retry import ResultFn, RetryPolicy, call_with_retries, progress_bar, run_ordered
+from .endpoints import Endpoint, EndpointSet, RequestPool
+from .retry import ResultFn, RetryPolicy, call_with_retries, progress_bar
 from ..core.errors import InputError
 
 log = logging.getLogger("evaluate.backends.openai")
@@ -94,15 +95,34 @@ def _merge_top(entries: Sequence[Any]) -> dict[str, float]:
     return out
 
 
+class _Tries:
+    """One request's attempts: the endpoints it failed on, and whether the last attempt was such a fault."""
+
+    __slots__ = ("avoid", "faulted")
+
+    def __init__(self) -> None:
+        self.avoid: list[Endpoint] = []
+        self.faulted = False
+
+
 class OpenAICompatBackend(Backend):
     """Chat completions over HTTP, `concurrency` requests in flight, bounded retries.
 
+    Every call of `complete_many` (from any thread) goes through one shared pool of workers, so
+    concurrent callers share the `concurrency` limit instead of each getting their own.
+
     Args:
         model: the model name the server expects.
-        base_url: server root ending in /v1; default $OPENAI_BASE_URL or OpenAI's.
+        base_url: server root ending in /v1, or a list of replicas serving the same model; default
+            $OPENAI_BASE_URL or OpenAI's.
+        endpoints: instead of base_url, [{"base_url": ..., "concurrency": n}, ...] (concurrency per
+            endpoint; default `concurrency`). Each attempt goes to the endpoint with the fewest in
+            flight; see `endpoints.EndpointSet` for the circuit breaker.
         api_key_env: name of the environment variable holding the key.
         api_key: an explicit key (the CLI's --openai_key); wins over the variable; never stored in clear.
-        concurrency: requests in flight in `complete_many`.
+        concurrency: requests in flight (per endpoint when there are several).
+        endpoint_failures, endpoint_cooldown: failed attempts in a row that set an endpoint aside,
+            and for how many seconds (doubling while it keeps failing).
         timeout: seconds per HTTP attempt.
         max_retries: retries after the first attempt for retryable failures (429, 5xx, timeouts, malformed replies).
         price: {"prompt": USD per 1M tokens, "completion": USD per 1M tokens}, for `usage()["cost_usd"]`.
@@ -117,7 +137,8 @@ class OpenAICompatBackend(Backend):
         self,
         model: str,
         *,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
+        endpoints: Sequence[Mapping[str, Any]] | None = None,
         api_key_env: str = "OPENAI_API_KEY",
         api_key: str | None = None,
         concurrency: int = 8,
@@ -128,6 +149,8 @@ class OpenAICompatBackend(Backend):
         backoff_max: float = 30.0,
         token_limit_field: str = "max_tokens",
         logprobs: bool = True,
+        endpoint_failures: int = 5,
+        endpoint_cooldown: float = 30.0,
     ):
         super().__init__(model)
         problems = []
@@ -147,10 +170,16 @@ class OpenAICompatBackend(Backend):
         if problems:
             raise InputError("openai backend: " + "; ".join(problems))
 
-        raw_url = (base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL).rstrip("/")
-        self.base_url = scrub_url(raw_url)  # the raw one, which may hold credentials, goes only to the client
+        if endpoints:
+            specs = [(str(e["base_url"]), int(e.get("concurrency") or concurrency)) for e in endpoints]
+        elif isinstance(base_url, (list, tuple)):
+            specs = [(str(u), concurrency) for u in base_url]
+        else:
+            specs = [(base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL, concurrency)]
+        if not specs or any(n < 1 for _, n in specs):
+            raise InputError("openai backend: endpoints: expected at least one, each with concurrency >= 1")
+        raw_urls = [u.rstrip("/") for u, _ in specs]
         self.api_key_env = api_key_env
-        self.concurrency = concurrency
         self.timeout = float(timeout)
         self.price = dict(price) if price else None
         self.token_limit_field = token_limit_field
@@ -158,17 +187,19 @@ class OpenAICompatBackend(Backend):
         self.policy = RetryPolicy(max_retries=max_retries, backoff_base=backoff_base, backoff_max=backoff_max)
 
         key = api_key or os.environ.get(api_key_env) or None
-        if key is None and urlsplit(raw_url).hostname == "api.openai.com":
+        if key is None and any(urlsplit(u).hostname == "api.openai.com" for u in raw_urls):
             raise InputError(f"openai backend: no API key; set the environment variable {api_key_env} or pass --openai_key")
         self._redact = _Redactor(key)
         # Local servers (vLLM, Ollama, llama.cpp) ignore the key, but the client insists on one.
-        self._client = openai.OpenAI(
-            api_key=key or "EMPTY",
-            base_url=raw_url,
-            timeout=self.timeout,
-            max_retries=0,
-        )
-        del key, raw_url
+        # The raw URL, which may hold credentials, goes only to the client; we keep the scrubbed one.
+        eps = [Endpoint(url=scrub_url(u), limit=n, client=openai.OpenAI(api_key=key or "EMPTY", base_url=u,
+                                                                        timeout=self.timeout, max_retries=0))
+               for u, (_, n) in zip(raw_urls, specs)]
+        del key, raw_urls
+        self._endpoints = EndpointSet(eps, failures=endpoint_failures, cooldown=endpoint_cooldown)
+        self.base_url = eps[0].url if len(eps) == 1 else [e.url for e in eps]
+        self.concurrency = self._endpoints.capacity
+        self._pool = RequestPool(self.concurrency, name=f"judge-{model}")
 
         self._lock = threading.Lock()
         self._usage = dict(requests=0, calls=0, retries=0, failures=0, prompt_tokens=0, completion_tokens=0)
@@ -194,9 +225,12 @@ class OpenAICompatBackend(Backend):
                 self._usage[k] += v
 
     def usage(self) -> dict[str, Any]:
-        """Totals since construction: items, HTTP calls, retries, items failed for good, tokens, cost."""
+        """Totals since construction: items, HTTP calls, retries, items failed for good, tokens, cost
+        (and, with several endpoints, calls, failed calls and times set aside per endpoint)."""
         with self._lock:
             out: dict[str, Any] = dict(self._usage)
+        if len(self._endpoints.endpoints) > 1:
+            out["endpoints"] = self._endpoints.usage()
         out["cost_usd"] = (
             round(out["prompt_tokens"] * self.price["prompt"] / 1e6 + out["completion_tokens"] * self.price["completion"] / 1e6, 6)
             if self.price
@@ -221,29 +255,53 @@ class OpenAICompatBackend(Backend):
             params["top_logprobs"] = request.top_logprobs
         return params
 
-    def _error(self, message: str, *, retryable: bool, retry_after: float | None = None) -> BackendError:
-        return BackendError(self._redact(message), retryable=retryable, retry_after=retry_after)
+    def _error(self, message: str, *, retryable: bool, retry_after: float | None = None,
+               fault: bool = False) -> BackendError:
+        """`fault`: the endpoint itself looks broken (counts towards setting it aside)."""
+        exc = BackendError(self._redact(message), retryable=retryable, retry_after=retry_after)
+        exc.endpoint_fault = fault  # type: ignore[attr-defined]
+        return exc
 
-    def _attempt(self, request: JudgeRequest) -> Completion:
-        """One HTTP call, mapped to a Completion or a BackendError that says whether to retry."""
+    def _attempt(self, request: JudgeRequest, tries: "_Tries") -> Completion:
+        """One HTTP call on the least-loaded endpoint (preferring one this request has not failed on),
+        mapped to a Completion or a BackendError that says whether to retry."""
+        avoid = tries.avoid
+        ep = self._endpoints.acquire(avoid)
+        tries.faulted = False
+        outcome = "neutral"
+        try:
+            comp = self._call(ep.client, request)
+            outcome = "ok"
+            return comp
+        except BackendError as exc:
+            if getattr(exc, "endpoint_fault", False):
+                outcome = "fail"
+                avoid.append(ep)
+                tries.faulted = True
+            raise
+        finally:
+            self._endpoints.release(ep, outcome)
+
+    def _call(self, client: openai.OpenAI, request: JudgeRequest) -> Completion:
         self._count(calls=1)
         try:
             # The raw-response interface of the client: same request, same errors and status
             # handling, but the body is read as plain JSON instead of being validated into
             # pydantic models (a third of the client's CPU per request with top-logprobs).
-            raw = self._client.chat.completions.with_raw_response.create(**self._params(request))
+            raw = client.chat.completions.with_raw_response.create(**self._params(request))
             resp = raw.http_response.json()
         except openai.APITimeoutError:
-            raise self._error(f"timed out after {self.timeout:g}s", retryable=True)
+            raise self._error(f"timed out after {self.timeout:g}s", retryable=True, fault=True)
         except openai.APIConnectionError as exc:
-            raise self._error(f"connection failed: {exc.__cause__ or exc}", retryable=True)
+            raise self._error(f"connection failed: {exc.__cause__ or exc}", retryable=True, fault=True)
         except openai.APIStatusError as exc:
             status = exc.status_code
             retryable = status in (408, 409, 429) or status >= 500
             wait = _retry_after(exc.response.headers) if status in (429, 503) else None
-            raise self._error(f"HTTP {status}: {exc.message}", retryable=retryable, retry_after=wait)
+            raise self._error(f"HTTP {status}: {exc.message}", retryable=retryable, retry_after=wait,
+                              fault=status >= 500)
         except ValueError as exc:  # body is not JSON, or JSON the client could not read
-            raise self._error(f"malformed response: {type(exc).__name__}: {exc}", retryable=True)
+            raise self._error(f"malformed response: {type(exc).__name__}: {exc}", retryable=True, fault=True)
         except openai.OpenAIError as exc:
             raise self._error(f"{type(exc).__name__}: {exc}", retryable=False)
         return self._to_completion(resp)
@@ -253,7 +311,7 @@ class OpenAICompatBackend(Backend):
         retryable error, an empty reply a final one."""
         choices = resp.get("choices") if isinstance(resp, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise self._error(f"malformed response: no choices in {str(resp)[:200]!r}", retryable=True)
+            raise self._error(f"malformed response: no choices in {str(resp)[:200]!r}", retryable=True, fault=True)
         choice = choices[0]
         usage = resp.get("usage") if isinstance(resp.get("usage"), dict) else {}
         try:
@@ -288,9 +346,17 @@ class OpenAICompatBackend(Backend):
             self._count(retries=1)
             log.info("retry %d/%d in %.2fs: %s", n, self.policy.max_retries, pause, exc)
 
+        tries = _Tries()
+
+        def sleep(pause: float) -> None:
+            # after a fault of one endpoint, another one that is up takes the retry at once;
+            # a 429, a 4xx or a single endpoint backs off as before
+            if not (tries.faulted and self._endpoints.others_usable(tries.avoid)):
+                time.sleep(pause)
+
         self._count(requests=1)
         try:
-            return call_with_retries(lambda: self._attempt(request), self.policy, on_retry=on_retry)
+            return call_with_retries(lambda: self._attempt(request, tries), self.policy, on_retry=on_retry, sleep=sleep)
         except BackendError as exc:
             self._count(failures=1)
             log.warning("request failed for good: %s", exc)
@@ -303,9 +369,9 @@ class OpenAICompatBackend(Backend):
             return Completion(error=str(exc))
 
     def complete_many_indexed(self, requests: Sequence[JudgeRequest], on_result: ResultFn | None = None) -> list[Completion]:
-        """Like complete_many, but reports `(index, completion)` as each finishes (see runner.run_ordered);
+        """Like complete_many, but reports `(index, completion)` as each finishes (see RequestPool.run);
         the cache uses it to store every result the moment it is paid for."""
-        return run_ordered(list(requests), self._complete_or_error, concurrency=self.concurrency, on_result=on_result)
+        return self._pool.run(requests, self._complete_or_error, on_result=on_result)
 
     def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
         with progress_bar(len(requests), desc=f"judge {self.model}") as bar:
@@ -317,5 +383,11 @@ class OpenAICompatBackend(Backend):
 
             return self.complete_many_indexed(requests, report)
 
+    def cancel(self) -> None:
+        """Stop sending: requests not yet sent come back as errors (a stopped run); in flight ones finish."""
+        self._pool.cancel()
+
     def close(self) -> None:
-        self._client.close()
+        self._pool.close()
+        for e in self._endpoints.endpoints:
+            e.client.close()

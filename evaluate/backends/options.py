@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..core.options import option
@@ -17,9 +17,12 @@ _KEY_SHAPED = re.compile(r"^(sk-|sk_|gsk_|hf_|xai-|AIza)|^[A-Za-z0-9_\-]{32,}$")
 class JudgeOptions:
     backend: Literal["local", "openai"] = option("local", "local (transformers, offline) or openai (any OpenAI-compatible server)")
     model: str = option("Qwen2.5-Coder-1.5B-Instruct", "a packaged model name, a local HF folder or .gguf, or a served model name", nonempty=True)
-    base_url: str | None = option(None, "server root ending in /v1, e.g. http://127.0.0.1:8000/v1 (openai backend)")
+    base_url: str | list[str] | None = option(None, "server root ending in /v1, e.g. http://127.0.0.1:8000/v1 (openai backend), or a list of replicas serving the same model")
+    endpoints: list[dict[str, Any]] | None = option(None, "instead of base_url: [{base_url, concurrency}] replicas of the same model, each with its own concurrency")
+    endpoint_failures: int = option(5, "several endpoints: failed attempts in a row (connection, timeout, 5xx) that set one aside", min=1)
+    endpoint_cooldown: float = option(30.0, "several endpoints: seconds one is set aside (doubling while it keeps failing)", gt=0)
     api_key_env: str = option("OPENAI_API_KEY", "the environment variable holding the API key (never the key itself)", nonempty=True)
-    concurrency: int = option(8, "requests in flight (HTTP)", min=1)
+    concurrency: int = option(8, "requests in flight (HTTP), for the whole run; per endpoint with several", min=1)
     timeout: float = option(60.0, "seconds per HTTP attempt", gt=0)
     max_retries: int = option(5, "retries of 429/5xx/timeouts, exponential backoff with jitter", min=0)
     temperature: float = option(0.0, "sampling temperature (0: greedy)", min=0, max=2)
@@ -34,12 +37,45 @@ class JudgeOptions:
     local_batch_size: int = option(1, "local judge: one-token requests per forward pass (a GPU wants 8-32; "
                                       "1: one at a time with prefix reuse, faster on a CPU)", min=1)
 
+    def endpoint_specs(self) -> list[dict[str, Any]] | None:
+        """[{base_url, concurrency}] for several endpoints (or a list of one); None: the single base_url."""
+        if self.endpoints:
+            return [{"base_url": e["base_url"], "concurrency": e.get("concurrency", self.concurrency)}
+                    for e in self.endpoints]
+        if isinstance(self.base_url, list):
+            return [{"base_url": u, "concurrency": self.concurrency} for u in self.base_url]
+        return None
+
     def problems(self) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
-        if self.base_url is not None:
-            parts = urlsplit(self.base_url)
+        urls = [("base_url", self.base_url)] if isinstance(self.base_url, str) else \
+            [(f"base_url[{i}]", u) for i, u in enumerate(self.base_url or [])]
+        if isinstance(self.base_url, list) and not self.base_url:
+            out.append(("base_url", "expected at least one URL in the list"))
+        if self.endpoints is not None:
+            if self.base_url is not None:
+                out.append(("endpoints", "give the servers either as base_url or as endpoints, not both"))
+            if not self.endpoints:
+                out.append(("endpoints", "expected at least one {base_url, concurrency}"))
+            for i, e in enumerate(self.endpoints):
+                where = f"endpoints[{i}]"
+                unknown = sorted(set(e) - {"base_url", "concurrency"})
+                if unknown:
+                    out.append((where, f"unknown key(s) {', '.join(map(str, unknown))} (known: base_url, concurrency)"))
+                if not isinstance(e.get("base_url"), str):
+                    out.append((f"{where}.base_url", "expected a URL string such as http://127.0.0.1:8000/v1"))
+                else:
+                    urls.append((f"{where}.base_url", e["base_url"]))
+                n = e.get("concurrency", self.concurrency)
+                if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                    out.append((f"{where}.concurrency", f"expected a positive integer, got {n!r}"))
+        for key, url in urls:
+            parts = urlsplit(url)
             if parts.scheme not in ("http", "https") or not parts.hostname:
-                out.append(("base_url", "expected an http:// or https:// URL such as http://127.0.0.1:8000/v1"))
+                out.append((key, "expected an http:// or https:// URL such as http://127.0.0.1:8000/v1"))
+        seen = [scrub for _, u in urls if (scrub := u.rstrip("/"))]
+        if len(set(seen)) != len(seen):
+            out.append(("endpoints" if self.endpoints else "base_url", "the same URL is listed twice"))
         if self.price is not None:
             if set(self.price) != {"prompt", "completion"}:
                 out.append(("price", "expected {prompt: $ per 1M tokens, completion: $ per 1M tokens}, got keys "

@@ -27,9 +27,12 @@ def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | Non
     if opts.backend == "openai":
         from .openai_compat import OpenAICompatBackend
 
-        inner: Backend = OpenAICompatBackend(opts.model, base_url=opts.base_url, api_key_env=opts.api_key_env,
-                                             api_key=api_key, concurrency=opts.concurrency, timeout=opts.timeout,
-                                             max_retries=opts.max_retries, price=opts.price)
+        inner: Backend = OpenAICompatBackend(opts.model, base_url=opts.base_url, endpoints=opts.endpoint_specs(),
+                                             api_key_env=opts.api_key_env, api_key=api_key,
+                                             concurrency=opts.concurrency, timeout=opts.timeout,
+                                             max_retries=opts.max_retries, price=opts.price,
+                                             endpoint_failures=opts.endpoint_failures,
+                                             endpoint_cooldown=opts.endpoint_cooldown)
     else:
         from .local import LocalBackend
 
@@ -131,6 +134,17 @@ class JudgePool:
         if totals:
             out["(judge)"] = totals[0] if len(totals) == 1 else totals
         return out
+
+    def cancel(self) -> None:
+        """A stopped run: judge requests not yet sent come back as errors at once (in flight ones finish)."""
+        with self._lock:
+            backends = list(self._backends.values())
+        for b in backends:
+            inner = b
+            while inner is not None and not callable(getattr(type(inner), "cancel", None)):
+                inner = getattr(inner, "inner", None)
+            if inner is not None:
+                inner.cancel()
 
     def close(self) -> None:
         with self._lock:

@@ -26,6 +26,12 @@ The hooks, in the order the runner calls them:
 - `score(ctx, category, names, records)`: one model's records of one category.
 - `score_run(ctx, categories)`: run-wide work after every model was scored (battles); returns
   the files it wrote.
+
+Two optional declarations let the runner work on units side by side when the judge is an HTTP
+server (evaluate/schedule.py): `judge_bound(ctx)` says that `score` only asks the judge (it may
+then run in a thread beside other units; it must not depend on their order), and
+`run_independent = True` that `score_run` reads only the answers, not what `score` produced (it
+may then start with the first units instead of after the last).
 """
 
 from __future__ import annotations
@@ -96,6 +102,11 @@ class Family:
     options_key: ClassVar[str | None] = None  # the top-level config block of its options, if any
     Options: ClassVar[type] = NoOptions
     scale: ClassVar[tuple[float, float] | None] = None  # the range of its scores (None: unbounded)
+    run_independent: ClassVar[bool] = False  # score_run reads only the answers, not score's outputs
+
+    def judge_bound(self, ctx: Context) -> bool:
+        """Whether `score` only asks the run's judge (safe in a thread beside other units)."""
+        return False
 
     def validate(self, ctx: Context, category: str, names: list[str], where: str, *, used: bool) -> list[str]:
         return []

@@ -74,6 +74,10 @@ def rating_judge(ctx: Context):
 class GPTFamily(Family):
     name = "GPT"
     scale = (1.0, 5.0)
+    run_independent = True  # battles read the answers only
+
+    def judge_bound(self, ctx):
+        return True
 
     def validate(self, ctx, category, names, where, *, used):
         if not used:

@@ -9,12 +9,16 @@ Both agents use the run's judge.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import asdict, dataclass
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_json, safe_name
 from ..core.options import option
 from .base import Family, FamilyOutput, register_family
+
+
+_SUMMARY_LOCK = threading.Lock()
 
 
 @dataclass
@@ -60,16 +64,24 @@ class SAGEvalFamily(Family):
         per_item = 2 + (2 * len(names) if weighted else 0)
         return {"scores": n_items * len(names), "judge_calls": n_items * per_item}
 
+    def judge_bound(self, ctx):
+        return True
+
     def score(self, ctx, category, names, records):
         from sageval import run_sage
 
         result = run_sage(ctx.judge(), records, names, language=ctx.cfg.language, **self._kwargs(ctx))
-        summaries = ctx.memo.setdefault("summaries", {})
-        summaries.setdefault(ctx.model or "model", {})[category] = result.summary()
-        if ctx.save_path is not None:  # written after each category, so an interrupted run keeps it
+        with _SUMMARY_LOCK:  # categories may finish in any order (judge_bound): the file keeps the config's
+            summaries = ctx.memo.setdefault("summaries", {})
             model = ctx.model or "model"
-            atomic_write_json(ctx.save_path / "sageval" / f"{safe_name(model)}.json",
-                              {"model": model, "by_category": summaries[model]})
+            mine = summaries.setdefault(model, {})
+            mine[category] = result.summary()
+            order = list(ctx.cfg.categories)
+            summaries[model] = mine = dict(sorted(mine.items(), key=lambda kv: order.index(kv[0])
+                                                  if kv[0] in order else len(order)))
+            if ctx.save_path is not None:  # written after each category, so an interrupted run keeps it
+                atomic_write_json(ctx.save_path / "sageval" / f"{safe_name(model)}.json",
+                                  {"model": model, "by_category": mine})
         keys = {k for it in result.items for k in (*it.scores.scores, *it.scores.invalid)}
         return FamilyOutput(items=[it.scores for it in result.items],
                             signatures={k: {**result.signature, "score": k} for k in keys})
@@ -78,4 +90,6 @@ class SAGEvalFamily(Family):
         summaries = ctx.memo.get("summaries", {})
         if not summaries or ctx.save_path is None:
             return None
-        return {"summaries": [str(ctx.save_path / "sageval" / f"{safe_name(m)}.json") for m in summaries]}
+        models = [s.name for s in ctx.sets if s.name in summaries] + [m for m in summaries
+                                                                       if m not in {s.name for s in ctx.sets}]
+        return {"summaries": [str(ctx.save_path / "sageval" / f"{safe_name(m)}.json") for m in models]}
