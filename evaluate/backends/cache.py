@@ -37,6 +37,26 @@ CREATE TABLE IF NOT EXISTS completions (
 """
 
 
+def judge_blob(signature: dict[str, Any], volatile_fields: Sequence[str] = VOLATILE_FIELDS) -> str:
+    """The judge part of a cache key: the signature without the fields that never change answers."""
+    judge = {k: v for k, v in signature.items() if k not in set(volatile_fields)}
+    return json.dumps(judge, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_key(judge: str, request: JudgeRequest) -> str:
+    """The cache key of `request` asked of the judge `judge` (a `judge_blob`); also the custom_id
+    of batch jobs and exported requests, so a result always finds its cache row."""
+    blob = json.dumps({"v": SCHEMA_VERSION, "judge": judge, "request": request.key()}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def request_from_dict(d: dict[str, Any]) -> JudgeRequest:
+    """The inverse of `JudgeRequest.as_dict` (rows of the cache and of batch jobs hold that form)."""
+    return JudgeRequest(messages=tuple((m["role"], m["content"]) for m in d["messages"]),
+                        max_tokens=int(d["max_tokens"]), temperature=float(d["temperature"]),
+                        top_logprobs=int(d["top_logprobs"]), stop=tuple(d.get("stop") or ()), seed=d.get("seed"))
+
+
 class CachedBackend(Backend):
     """Wraps `inner`; answers from `path` when it can and asks `inner` only for the misses.
 
@@ -62,8 +82,7 @@ class CachedBackend(Backend):
         self.kind = inner.kind
         self.path = Path(path)
         self.chunk_size = max(1, chunk_size)
-        judge = {k: v for k, v in inner.signature().items() if k not in set(volatile_fields)}
-        self._judge = json.dumps(judge, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        self._judge = judge_blob(inner.signature(), volatile_fields)
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
@@ -79,8 +98,7 @@ class CachedBackend(Backend):
 
     # ------------------------------------------------------------------ keys and storage
     def key(self, request: JudgeRequest) -> str:
-        blob = json.dumps({"v": SCHEMA_VERSION, "judge": self._judge, "request": request.key()}, sort_keys=True)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        return cache_key(self._judge, request)
 
     def _lookup(self, keys: Sequence[str]) -> dict[str, Completion]:
         found: dict[str, Completion] = {}
