@@ -179,11 +179,21 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
     if cfg.limit:
         limit_records(sets, cfg.limit)
+    if cfg.shard:  # --shard I/N: this job's slice of the items (evaluate/shard.py)
+        from .shard import apply_shard
+
+        apply_shard(sets, cfg.shard)
     judges = JudgePool(api_key=cfg.openai_key)
     contexts: dict[str, Context] = {}
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
     if dry_run:
-        return {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}
+        out = {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}
+        if cfg.judge.backend == "openai" or cfg.judge.price:  # judge requests, tokens, cost (requests_io)
+            from .requests_io import describe_estimate, estimate
+
+            out["estimate"] = estimate(cfg, families)
+            out["plan_text"] += "\n" + describe_estimate(out["estimate"])
+        return out
 
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
     started = time.time()
@@ -195,7 +205,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
         "versions": _versions(), "started": _iso(started), "finished": None,
         "models": [{"name": s.name, "answer_file": str(s.path), "records": len(s.records),
                     "empty_outputs": s.empty_output_ids} for s in sets],
-        "plan": plan.to_dict(), "errors": [], "usage": {},
+        "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
     }
     _write_manifest(save, manifest)
     log(plan.describe())
