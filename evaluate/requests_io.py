@@ -257,3 +257,26 @@ def describe_estimate(est: dict[str, Any] | None) -> str:
                  f"${est['batch_cost_usd_max']:.4f}")
     return text + ("\n  (requests that depend on earlier replies, e.g. SAGEval's second agent and re-asks, are "
                    "counted once those replies are cached)")
+
+
+def prefetch_batches(cfg: RunConfig, families: list[str], judges: JudgePool, *, max_rounds: int = 6,
+                     log: Callable[[str], None] = lambda s: None) -> int:
+    """judge.batch: send the whole run's requests as one batch job per round before scoring.
+
+    Without this, each (model, category) of a run would be its own batch, waited for in turn. A
+    round is what `collect` finds missing; the families then ask again from the cache, and what
+    depends on those replies (SAGEval's second agent, re-asks) is the next round. Requests that
+    failed for good are not asked again in this run. Returns the number of rounds sent.
+    """
+    from .families.base import judge_cache_path
+
+    backend = judges.backend(cfg.judge, judge_cache_path(cfg))
+    tried: set[str] = set()
+    for n in range(max_rounds):
+        todo = {k: r for k, r in collect(cfg, families).missing.items() if k not in tried}
+        if not todo:
+            return n
+        log(f"batch round {n + 1}: {len(todo)} judge requests in one batch job")
+        backend.complete_many(list(todo.values()))
+        tried.update(todo)
+    return max_rounds

@@ -212,6 +212,10 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     for fam, ctx in contexts.items():  # the run's contexts: the judge pool, the save path, a log, a fresh memo
         contexts[fam] = family_context(cfg, fam, sets, judges=judges, save_path=save, log=log)
     try:
+        if cfg.judge.batch:  # the whole run's judge requests as one batch job per round (requests_io)
+            from .requests_io import prefetch_batches
+
+            prefetch_batches(cfg, families, judges, log=log)
         for s in sets:
             res = ModelResults.open(save, s.name, str(s.path), s.records)
             res.skipped_categories = dict(plan.skipped)

@@ -198,6 +198,8 @@ def test_killed_while_polling_resumes_the_same_batches(tmp_path, monkeypatch, ca
         assert main(["--config", str(cfg), "--no-charts"]) == 0, capsys.readouterr().err
         ids = server.created_ids()
         assert len(ids) == len(set(ids)), "a request was sent in two batches"
+        # the whole run (ratings of both models, both categories, battles) was one batch job
+        assert list(server.batches) == first and len(ids) == 2 * (2 + 3) + 2 * 5
         assert server.chat_calls == 0
         manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
         assert manifest["usage"]["(judge)"]["resumed_batches"] == 1
