@@ -166,7 +166,9 @@ def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
     if args.export_requests:
         got = export_requests(cfg, families, Path(args.export_requests))
         print(f"exported {got['requests']} judge requests to {got['file']} (already cached: {got['cached']}); "
-              f"judge them with model \"{got['model']}\", then --import-results OUTPUT.jsonl")
+              f"judge them with model \"{got['model']}\", then --import-results OUTPUT.jsonl"
+              + (f"; {got['deferred']} more depend on these replies: export again after the import"
+                 if got["deferred"] else ""))
         return EXIT_OK
     got = import_results(cfg, families, Path(args.import_results))
     print(f"imported {got['stored']} results into {got['cache']}; failed lines: {got['failed']}; requests still "

@@ -64,14 +64,25 @@ class _SeeingCache(CachedBackend):
         super().__init__(inner, path)
         self.seen: dict[str, JudgeRequest] = {}
         self.missing: dict[str, JudgeRequest] = {}
+        # Set once a call of the current family step had a miss: the step's later requests may be
+        # built from that unanswered reply (SAGE reads the first agent's), so they are not exported
+        # now (that would pay for a request made from an error) but in the next round.
+        self.tainted = False
+        self.deferred = 0
 
     def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
         out = super().complete_many(requests, progress)
+        missed = False
         for req, comp in zip(requests, out):
             key = self.key(req)
             self.seen.setdefault(key, req)
             if not comp.cached:
-                self.missing.setdefault(key, req)
+                missed = True
+                if self.tainted:
+                    self.deferred += 1
+                else:
+                    self.missing.setdefault(key, req)
+        self.tainted = self.tainted or missed
         return out
 
     def complete(self, request: JudgeRequest) -> Completion:
@@ -120,6 +131,7 @@ class Collected:
     model: str
     seen: dict[str, JudgeRequest] = field(default_factory=dict)  # every request of the run (cache key -> request)
     missing: dict[str, JudgeRequest] = field(default_factory=dict)  # those the cache does not answer
+    deferred: int = 0  # requests built on replies not in the cache yet: the next round's
 
 
 def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = lambda s: None) -> Collected:
@@ -147,13 +159,18 @@ def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = la
             for cat, fams in plan.categories.items():
                 for fam, names in fams.items():
                     if fam in ctxs and by_cat.get(cat):
+                        for cache in pool.caches:
+                            cache.tainted = False
                         fam_objs[fam].score(ctxs[fam].for_model(s.name), cat, names, by_cat[cat])
         for fam, ctx in ctxs.items():
+            for cache in pool.caches:
+                cache.tainted = False
             fam_objs[fam].score_run(ctx, plan.categories)
         out = Collected(model=cfg.judge.model)
         for cache in pool.caches:
             out.seen.update(cache.seen)
             out.missing.update(cache.missing)
+            out.deferred += cache.deferred
             cache.close()
     return out
 
@@ -169,8 +186,8 @@ def export_requests(cfg: RunConfig, families: list[str], path: Path, *,
         for key, req in got.missing.items():
             fh.write(batch_line(key, request_body(cfg.judge.model, req, logprobs=logprobs)) + "\n")
     tmp.replace(path)
-    return {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing), "file": str(path),
-            "model": cfg.judge.model}
+    return {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing) - got.deferred,
+            "deferred": got.deferred, "file": str(path), "model": cfg.judge.model}
 
 
 def import_results(cfg: RunConfig, families: list[str], path: Path, *,
@@ -237,7 +254,7 @@ def estimate(cfg: RunConfig, families: list[str]) -> dict[str, Any] | None:
         return None
     prompt = sum(sum(len(c) for _, c in r.messages) for r in got.missing.values()) // 4
     completion = sum(r.max_tokens for r in got.missing.values())
-    out: dict[str, Any] = {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing),
+    out: dict[str, Any] = {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing) - got.deferred,
                            "prompt_tokens": prompt, "completion_tokens_max": completion, "cost_usd_max": None,
                            "batch_cost_usd_max": None}
     if cfg.judge.price:

@@ -152,3 +152,39 @@ def test_dry_run_estimates_tokens_and_cost_with_and_without_batch(tmp_path, monk
     full = float(line.split("cost at most $")[1].split(",")[0])
     half = float(line.split("(half price) $")[1].split()[0])
     assert full > 0 and abs(half - full / 2) <= 1e-4
+
+
+def test_sageval_needs_two_export_import_rounds(tmp_path, monkeypatch, capsys):
+    """SAGE's requests carry the first agent's replies: they appear in a second export only."""
+    try:
+        from tests.test_family_sageval import SURVEYS, reply
+    except ImportError:
+        from test_family_sageval import SURVEYS, reply
+    with FakeOpenAIServer(reply) as server:
+        def cfg_for(name):
+            cfg = {"save_path": str(tmp_path / name), "answers": [{"name": "gen", "path": str(SURVEYS)}],
+                   "category": {c: {"SAGEval": ["accuracy", "cohesion"]} for c in ("survey", "form", "quiz")},
+                   "judge": {"backend": "openai", "model": "fake", "base_url": server.url, "mode": "generate"},
+                   "sageval": {"use_logprobs": False}}
+            path = tmp_path / f"{name}.json"
+            path.write_text(json.dumps(cfg))
+            return path
+
+        assert main(["--config", str(cfg_for("ref")), "--no-charts"]) == 0
+        direct = server.chat_calls
+        server.reset()
+        cfg = cfg_for("out")
+        req, res = tmp_path / "req.jsonl", tmp_path / "res.jsonl"
+        rounds = []
+        for _ in range(4):
+            assert main(["--config", str(cfg), "--export-requests", str(req)]) == 0
+            n = len(req.read_text().splitlines())
+            rounds.append(n)
+            if n == 0:
+                break
+            run_batch(server, req, res)
+            assert main(["--config", str(cfg), "--import-results", str(res)]) == 0
+        assert rounds[0] > 0 and rounds[1] > 0 and rounds[-1] == 0 and sum(rounds) == direct
+        assert main(["--config", str(cfg), "--no-charts"]) == 0
+        assert server.chat_calls == 0
+    assert items(tmp_path / "out" / "results" / "gen.json") == items(tmp_path / "ref" / "results" / "gen.json")
