@@ -65,6 +65,11 @@ def test_completed_batch_fills_the_cache_and_is_never_paid_twice(fake_batch, tmp
     lines = [json.loads(x) for x in fake_batch.uploads[0].decode().splitlines()]
     assert lines[0]["method"] == "POST" and lines[0]["url"] == "/v1/chat/completions"
     assert lines[0]["body"]["model"] == "fake-judge" and lines[0]["body"]["max_tokens"] == 8
+    b2 = backend(fake_batch, tmp_path / "priced", price={"prompt": 2.0, "completion": 4.0})
+    b2.complete_many(reqs(2, start=900))
+    u = b2.usage()  # the fake reports 10 prompt and 1 completion tokens a reply; batch = half price
+    assert u["batch_prompt_tokens"] == 20 and u["cost_usd"] == pytest.approx((20 * 2.0 + 2 * 4.0) / 1e6 / 2)
+    b2.close()
 
 
 def test_split_at_the_request_and_byte_limits(fake_batch, tmp_path):
@@ -212,3 +217,34 @@ def test_killed_while_polling_resumes_the_same_batches(tmp_path, monkeypatch, ca
     for f in (tmp_path / "out").rglob("*"):
         if f.is_file():
             assert KEY.encode() not in f.read_bytes(), f
+
+
+def test_a_batch_created_but_not_recorded_is_found_by_its_file_not_created_again(fake_batch, tmp_path):
+    """Killed between batches.create and recording its id: the next start finds it on the server."""
+    from evaluate.backends.batch import batch_line, request_body
+
+    fake_batch.reply_fn = echo
+    b = backend(fake_batch, tmp_path)
+    batch = b.inner
+    rs = reqs(3)
+    keys = [b.key(r) for r in rs]
+    job = batch.store.add(batch._judge(), list(zip(keys, rs)))
+    data = "".join(batch_line(k, request_body("fake-judge", r)) + "\n" for k, r in zip(keys, rs)).encode()
+    file_id = batch._client.files.create(file=("x.jsonl", data), purpose="batch").id
+    batch.store.update(job, state="creating", input_file=file_id)
+    batch._client.batches.create(input_file_id=file_id, endpoint="/v1/chat/completions", completion_window="24h")
+    assert len(fake_batch.batches) == 1
+    got = b.complete_many(rs)
+    assert [c.text for c in got] == [f"reply to question {i}" for i in range(3)]
+    assert len(fake_batch.batches) == 1  # adopted, not created again
+    # and one uploaded but never created is created once from the same file
+    rs2 = reqs(2, start=50)
+    keys2 = [b.key(r) for r in rs2]
+    job2 = batch.store.add(batch._judge(), list(zip(keys2, rs2)))
+    data2 = "".join(batch_line(k, request_body("fake-judge", r)) + "\n" for k, r in zip(keys2, rs2)).encode()
+    file2 = batch._client.files.create(file=("y.jsonl", data2), purpose="batch").id
+    batch.store.update(job2, state="creating", input_file=file2)
+    got = b.complete_many(rs2)
+    assert all(c.ok for c in got) and len(fake_batch.batches) == 2
+    assert [x["state"] for x in batch.store.jobs()] == ["done", "done"]
+    b.close()

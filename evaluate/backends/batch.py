@@ -153,6 +153,7 @@ class JobStore:
     open (batch id known) -> done."""
 
     def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30.0)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.executescript(_TABLES)
@@ -220,7 +221,8 @@ class BatchBackend(Backend):
         self._sleep = sleep
         self.store = JobStore(Path(db_path))
         self._cache: Any = None
-        self._usage = dict(batches=0, batch_requests=0, resumed_batches=0, batch_failures=0)
+        self._usage = dict(batches=0, batch_requests=0, resumed_batches=0, batch_failures=0,
+                           batch_prompt_tokens=0, batch_completion_tokens=0)
         self._lock = threading.Lock()
         # the client gets the key (the raw URL may hold one too); nothing else here keeps it
         self._client = openai.OpenAI(api_key=api_key or "EMPTY",
@@ -239,9 +241,16 @@ class BatchBackend(Backend):
         return self.inner.signature()  # a reply from a batch is the same reply: one cache for both
 
     def usage(self) -> dict[str, Any]:
+        """The inner backend's totals (batch tokens included) and the batch counts; `cost_usd` counts
+        batch tokens at half the price (the Batch API's discount)."""
         inner = self.inner.usage() if hasattr(self.inner, "usage") else {}
         with self._lock:
-            return {**inner, **self._usage}
+            out = {**inner, **self._usage}
+        price = getattr(self.inner, "price", None)
+        if price and out.get("cost_usd") is not None:
+            out["cost_usd"] = round(out["cost_usd"] - (out["batch_prompt_tokens"] * price["prompt"]
+                                                       + out["batch_completion_tokens"] * price["completion"]) / 2e6, 6)
+        return out
 
     def _count(self, **deltas: int) -> None:
         with self._lock:
@@ -430,6 +439,7 @@ class BatchBackend(Backend):
         return retry
 
     def inner_usage(self, comp: Completion) -> None:
+        self._count(batch_prompt_tokens=comp.prompt_tokens, batch_completion_tokens=comp.completion_tokens)
         counter = getattr(self.inner, "_count", None)
         if callable(counter):
             try:

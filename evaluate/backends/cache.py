@@ -120,6 +120,21 @@ class CachedBackend(Backend):
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", row)
 
+    def store_many(self, rows: Sequence[tuple[str, JudgeRequest, Completion]]) -> int:
+        """Store many (key, request, completion) in one transaction (an import); failures and empty
+        replies are skipped as in `_store`. Returns how many were stored."""
+        data = [(k, self._judge, json.dumps(r.as_dict(), ensure_ascii=False), json.dumps(c.to_dict(), ensure_ascii=False),
+                 time.time()) for k, r, c in rows if c.ok and c.text.strip()]
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", data)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return len(data)
+
     def __len__(self) -> int:
         with self._lock:
             return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
