@@ -105,8 +105,13 @@ def test_client_errors_are_recorded_invalid_with_the_reason_and_not_cached(fake_
     assert [c.ok for c in got] == [True, False, True, False]
     assert "HTTP 400" in got[1].error and "scripted 400" in got[1].error
     assert len(fake_batch.batches) == 1  # a 400 is not retried
-    again = b.complete_many(reqs(4))  # failures were not cached: a re-run asks for them only
-    assert [c.cached for c in again] == [True, False, True, False]
+    again = b.complete_many(reqs(4))  # not cached; the same process does not send them again
+    assert [c.cached for c in again] == [True, False, True, False] and "HTTP 400" in again[1].error
+    assert len(fake_batch.batches) == 1
+    b.close()
+    b = backend(fake_batch, tmp_path)  # a later run asks again for the failures only
+    b.complete_many(reqs(4))
+    assert len(fake_batch.batches) == 2 and len(list(fake_batch.batches.values())[1]["custom_ids"]) == 2
     b.close()
 
 

@@ -221,6 +221,9 @@ class BatchBackend(Backend):
         self._sleep = sleep
         self.store = JobStore(Path(db_path))
         self._cache: Any = None
+        # requests that failed for good in this process: answered with the same error, not sent again
+        # (after the run's prefetch, scoring asks once more for what is not cached)
+        self._final: dict[str, str] = {}
         self._usage = dict(batches=0, batch_requests=0, resumed_batches=0, batch_failures=0,
                            batch_prompt_tokens=0, batch_completion_tokens=0)
         self._lock = threading.Lock()
@@ -284,14 +287,21 @@ class BatchBackend(Backend):
                               on_result: Callable[[int, Completion], None] | None = None) -> list[Completion]:
         results: list[Completion | None] = [None] * len(requests)
 
+        keys = [self._key(r) for r in requests]
+
         def deliver(i: int, comp: Completion) -> None:
             results[i] = comp
+            if comp.error is not None:
+                self._final[keys[i]] = comp.error
             if on_result is not None:
                 on_result(i, comp)
 
         wanted: dict[str, int] = {}
-        for i, r in enumerate(requests):
-            wanted.setdefault(self._key(r), i)
+        for i, k in enumerate(keys):
+            if k in self._final:
+                deliver(i, Completion(error=self._final[k]))
+            else:
+                wanted.setdefault(k, i)
         tries: dict[str, int] = {}
         # 1. jobs a killed run left behind: wait for them, never submit their requests again
         open_jobs = [self._resume(job) for job in self.store.unfinished(self._judge())]
@@ -318,7 +328,7 @@ class BatchBackend(Backend):
             if results[i] is None:
                 deliver(i, Completion(error="batch: no result for this request"))
         by_key = {k: results[i] for k, i in wanted.items()}
-        return [by_key[self._key(r)] for r in requests]  # type: ignore[misc]
+        return [results[i] if results[i] is not None else by_key[k] for i, k in enumerate(keys)]  # type: ignore[misc]
 
     def _chunks(self, keys: list[str], requests: Sequence[JudgeRequest], wanted: dict[str, int]):
         chunk: list[tuple[str, JudgeRequest, str]] = []
