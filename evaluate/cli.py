@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when an aggregate is below VALUE (repeatable), e.g. BLEU-4=0.2 or "
                         "closed_qa:GPT/correctness=3.5")
     p.add_argument("--no-charts", action="store_true", help="do not draw charts")
+    p.add_argument("--shard", metavar="I/N", help="run shard I of N of the items (by a hash of the record id; "
+                                                  "into <save_path>/shard-I-of-N); join with `eval.py merge`")
+    p.add_argument("--export-requests", metavar="FILE.jsonl", help="write the judge requests the run still needs "
+                   "(OpenAI batch format, e.g. for vLLM's run_batch) and stop; nothing is scored")
+    p.add_argument("--import-results", metavar="FILE.jsonl", help="load a batch engine's output into the judge "
+                   "cache (checked against the run's requests) and stop; then run normally")
     return p
 
 
@@ -119,6 +125,11 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
             cfg.judge.backend = "openai"
     if args.gpt_with_reference:
         cfg.gpt_with_reference = True
+    if getattr(args, "shard", None):
+        from .shard import parse_shard, shard_save_path
+
+        cfg.shard = parse_shard(args.shard)
+        cfg.save_path = shard_save_path(cfg.save_path, cfg.shard)
     if args.limit is not None:
         if args.limit < 1:
             raise InputError(f"--limit: expected a positive integer, got {args.limit}")
@@ -127,6 +138,8 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
 
 
 def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail_under) -> int:
+    if args.export_requests or args.import_results:  # evaluate/requests_io.py
+        return _requests_io(cfg, args, families)
     manifest = run(cfg, families=families, dry_run=args.dry_run, charts=not args.no_charts)
     if args.dry_run:
         print(manifest["plan_text"])
@@ -144,6 +157,41 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail
     return EXIT_OK if not manifest["errors"] else EXIT_RUN_ERRORS
 
 
+def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
+    from .requests_io import export_requests, import_results
+
+    if args.export_requests and args.import_results:
+        raise InputError("--export-requests and --import-results: give one of them (export, judge, import, run)")
+    if args.export_requests:
+        got = export_requests(cfg, families, Path(args.export_requests))
+        print(f"exported {got['requests']} judge requests to {got['file']} (already cached: {got['cached']}); "
+              f"judge them with model \"{got['model']}\", then --import-results OUTPUT.jsonl"
+              + (f"; {got['deferred']} more depend on these replies: export again after the import"
+                 if got["deferred"] else ""))
+        return EXIT_OK
+    got = import_results(cfg, families, Path(args.import_results))
+    print(f"imported {got['stored']} results into {got['cache']}; failed lines: {got['failed']}; requests still "
+          f"without a result: {got['still_missing']}")
+    for line in got["failures"]:
+        print(f"  failed: {line}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _merge_main(argv: list[str]) -> int:
+    p = _Parser(prog="eval.py merge", description="merge the save paths of sharded runs (--shard I/N) into OUT")
+    p.add_argument("out", help="the merged save path")
+    p.add_argument("dirs", nargs="+", help="the shards' save paths")
+    p.add_argument("--no-charts", action="store_true", help="do not draw charts")
+    args = p.parse_args(argv)
+    from .merge import merge
+
+    manifest = merge(Path(args.out), [Path(d) for d in args.dirs], charts=not args.no_charts,
+                     log=lambda s: print(s, file=sys.stderr))
+    print(f"merged {len(args.dirs)} save paths into {args.out} (models: {', '.join(manifest['models'])}; "
+          f"status: {manifest['status']})")
+    return EXIT_OK if manifest["status"] == "ok" else EXIT_RUN_ERRORS
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -155,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
             from .report.cli import main as report_main
 
             return report_main(argv[1:])
+        if argv and argv[0] == "merge":
+            return _merge_main(argv[1:])
         if argv and argv[0] == "repeval":
             from repeval.cli import main as repeval_main
 
@@ -164,6 +214,8 @@ def main(argv: list[str] | None = None) -> int:
 
         families = select_families(_families_arg(args.only), _families_arg(args.skip))
         configs = configs_from_args(args)
+        if (args.export_requests or args.import_results) and len(configs) > 1:
+            raise InputError("--export-requests / --import-results work on one config at a time")
         if len(configs) > 1:  # every file checked (plan, answers, prompts) before any scoring starts
             for cfg in configs:
                 run(cfg, families=families, dry_run=True, charts=False)

@@ -84,6 +84,7 @@ class RunConfig:
     blocks: dict[str, Any] = field(default_factory=dict)  # options key -> the block as written (manifest)
     battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
     limit: int | None = None  # only the first N records of each category (a quick run); None: all
+    shard: tuple[int, int] | None = None  # --shard I/N (evaluate/shard.py); not part of the config's hash
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property

@@ -183,11 +183,21 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
     if cfg.limit:
         limit_records(sets, cfg.limit)
+    if cfg.shard:  # --shard I/N: this job's slice of the items (evaluate/shard.py)
+        from .shard import apply_shard
+
+        apply_shard(sets, cfg.shard)
     judges = JudgePool(api_key=cfg.openai_key)
     contexts: dict[str, Context] = {}
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
     if dry_run:
-        return {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}
+        out = {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}
+        if cfg.judge.backend == "openai" or cfg.judge.price:  # judge requests, tokens, cost (requests_io)
+            from .requests_io import describe_estimate, estimate
+
+            out["estimate"] = estimate(cfg, families)
+            out["plan_text"] += "\n" + describe_estimate(out["estimate"])
+        return out
 
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
     started = time.time()
@@ -199,7 +209,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
         "versions": _versions(), "started": _iso(started), "finished": None,
         "models": [{"name": s.name, "answer_file": str(s.path), "records": len(s.records),
                     "empty_outputs": s.empty_output_ids} for s in sets],
-        "plan": plan.to_dict(), "errors": [], "usage": {},
+        "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
     }
     _write_manifest(save, manifest)
     log(plan.describe())
@@ -207,6 +217,10 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
         contexts[fam] = family_context(cfg, fam, sets, judges=judges, save_path=save, log=log)
     scheduler = unit_scheduler(cfg, parallel)
     try:
+        if cfg.judge.batch:  # the whole run's judge requests as one batch job per round (requests_io)
+            from .requests_io import prefetch_batches
+
+            prefetch_batches(cfg, families, judges, log=log)
         # every unit in the sequential order; judge-bound ones start now on the scheduler's threads
         units: list[tuple[AnswerSet, str, str, list[str], list[Record]]] = []
         for s in sets:

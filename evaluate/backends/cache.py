@@ -42,6 +42,26 @@ CREATE TABLE IF NOT EXISTS completions (
 """
 
 
+def judge_blob(signature: dict[str, Any], volatile_fields: Sequence[str] = VOLATILE_FIELDS) -> str:
+    """The judge part of a cache key: the signature without the fields that never change answers."""
+    judge = {k: v for k, v in signature.items() if k not in set(volatile_fields)}
+    return json.dumps(judge, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def cache_key(judge: str, request: JudgeRequest) -> str:
+    """The cache key of `request` asked of the judge `judge` (a `judge_blob`); also the custom_id
+    of batch jobs and exported requests, so a result always finds its cache row."""
+    blob = json.dumps({"v": SCHEMA_VERSION, "judge": judge, "request": request.key()}, sort_keys=True)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def request_from_dict(d: dict[str, Any]) -> JudgeRequest:
+    """The inverse of `JudgeRequest.as_dict` (rows of the cache and of batch jobs hold that form)."""
+    return JudgeRequest(messages=tuple((m["role"], m["content"]) for m in d["messages"]),
+                        max_tokens=int(d["max_tokens"]), temperature=float(d["temperature"]),
+                        top_logprobs=int(d["top_logprobs"]), stop=tuple(d.get("stop") or ()), seed=d.get("seed"))
+
+
 class CachedBackend(Backend):
     """Wraps `inner`; answers from `path` when it can and asks `inner` only for the misses.
 
@@ -68,8 +88,7 @@ class CachedBackend(Backend):
         self.path = Path(path)
         self.chunk_size = max(1, chunk_size)
         sig = inner.signature()
-        judge = {k: v for k, v in sig.items() if k not in set(volatile_fields)}
-        self._judge = json.dumps(judge, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        self._judge = judge_blob(sig, volatile_fields)
         # keys of caches written when the URL was part of the key: one per endpoint URL
         urls = sig.get("base_url") if "base_url" in volatile_fields else None
         old = {k: v for k, v in sig.items() if k not in _LEGACY_VOLATILE}
@@ -91,10 +110,11 @@ class CachedBackend(Backend):
 
     # ------------------------------------------------------------------ keys and storage
     def key(self, request: JudgeRequest) -> str:
-        return self._key(self._judge, request.key())
+        return cache_key(self._judge, request)
 
     @staticmethod
     def _key(judge: str, request_key: str) -> str:
+        """The key of a request (by its `JudgeRequest.key()`) under an older judge blob (legacy lookups)."""
         blob = json.dumps({"v": SCHEMA_VERSION, "judge": judge, "request": request_key}, sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -135,6 +155,21 @@ class CachedBackend(Backend):
         row = (key, self._judge, json.dumps(request.as_dict(), ensure_ascii=False), json.dumps(comp.to_dict(), ensure_ascii=False), time.time())
         with self._lock:
             self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", row)
+
+    def store_many(self, rows: Sequence[tuple[str, JudgeRequest, Completion]]) -> int:
+        """Store many (key, request, completion) in one transaction (an import); failures and empty
+        replies are skipped as in `_store`. Returns how many were stored."""
+        data = [(k, self._judge, json.dumps(r.as_dict(), ensure_ascii=False), json.dumps(c.to_dict(), ensure_ascii=False),
+                 time.time()) for k, r, c in rows if c.ok and c.text.strip()]
+        with self._lock:
+            self._conn.execute("BEGIN")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", data)
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        return len(data)
 
     def __len__(self) -> int:
         with self._lock:

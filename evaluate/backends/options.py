@@ -33,6 +33,8 @@ class JudgeOptions:
     dtype: Literal["auto", "bfloat16", "float32"] = option("auto", "local judge: auto (bf16 with AMX, else float32), bfloat16, float32")
     max_tokens: int = option(512, "most tokens a reply may have", min=1)
     explain: bool = option(True, "battle: let the judge explain after its score line")
+    batch: bool = option(False, "openai backend: send the uncached requests as provider batch jobs (/v1/files, /v1/batches; half price, results within 24 h)")
+    batch_poll: float = option(60.0, "batch jobs: the longest wait between two polls, in seconds (backoff from 1 s)", gt=0)
     lookahead: int = option(3, "local judge: most tokens drafted per step by prompt-lookup decoding (0: off)", min=0)
     local_batch_size: int = option(1, "local judge: one-token requests per forward pass (a GPU wants 8-32; "
                                       "1: one at a time with prefix reuse, faster on a CPU)", min=1)
@@ -82,6 +84,12 @@ class JudgeOptions:
                                      + ", ".join(sorted(map(str, self.price)))))
             elif any(v < 0 or v != v for v in self.price.values()):
                 out.append(("price", "prices must be numbers >= 0"))
+        if self.batch and self.backend != "openai":
+            out.append(("batch", "batch jobs need an OpenAI-compatible provider with /v1/files and /v1/batches: "
+                                 "set judge.backend: openai (for a local engine, use --export-requests instead)"))
+        if self.batch and self.cache is False:
+            out.append(("batch", "batch jobs are recorded in the judge cache so that a killed run resumes them; "
+                                 "keep judge.cache on"))
         if _KEY_SHAPED.search(self.api_key_env) and not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.api_key_env):
             out.append(("api_key_env", "this looks like an API key, not the name of an environment variable; put the "
                                        "key in a variable (e.g. export OPENAI_API_KEY=...) and name the variable here "

@@ -38,11 +38,18 @@ def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | Non
 
         inner = LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead,
                              batch_size=opts.local_batch_size)
+    if opts.batch:  # provider batch jobs, under the cache (evaluate/backends/batch.py)
+        from .batch import wrap
+
+        inner = wrap(inner, opts, cache_path, api_key)
     if cache_path is None:
         return inner
     from .cache import CachedBackend
 
-    return CachedBackend(inner, cache_path)
+    cached = CachedBackend(inner, cache_path)
+    if opts.batch:
+        inner.attach(cached)  # type: ignore[attr-defined]
+    return cached
 
 
 class MeteredBackend(Backend):

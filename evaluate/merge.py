@@ -1,0 +1,261 @@
+"""`eval.py merge OUT DIR...`: join the save paths of sharded runs (`--shard I/N`) into one.
+
+- results/<model>.json: items of every shard, in the answer file's order (the order an unsharded
+  run writes); signatures joined (a key signed differently by two shards is refused: they were not
+  made the same way); aggregates recomputed from the items. Corpus-level values (corpus BLEU,
+  corpus chrF) are not averages of the shards': they are recomputed from the merged items with the
+  metric and options the run used; one that cannot be recomputed is removed and its signature says
+  so (`corpus_note`).
+- battles/<a>__vs__<b>.json: items concatenated (answer file order), summary and per-category
+  summaries recomputed with the same BattleResult code as a run; ranking.json recomputed.
+- judge_cache.sqlite: every shard's rows copied (a re-run of the whole config from OUT pays nothing).
+- runs/: every shard's run manifests; manifest.json lists the shards' runs.
+- summary.csv, charts, comparisons (when a shard had them) and the report (when available).
+Shards that overlap (an item in two of them) are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from .core.errors import InputError
+from .core.io import atomic_write_json, clean_json
+from .results import ModelResults, load_all, write_summary_csv
+
+
+def _answer_order(path: str) -> list[str]:
+    """Record ids in the order of an answer file (JSON list or JSON Lines); [] when unreadable."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return []
+    try:
+        data = json.loads(text)
+        rows = data if isinstance(data, list) else []
+    except json.JSONDecodeError:
+        rows = []
+        for line in text.splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                return []
+    return [str(r["id"]) for r in rows if isinstance(r, dict) and "id" in r]
+
+
+def _ordered(items: dict[str, Any], order: list[str]) -> list[str]:
+    pos = {k: i for i, k in enumerate(order)}
+    return sorted(items, key=lambda k: (k not in pos, pos.get(k, 0)))
+
+
+def _manifest(d: Path) -> dict[str, Any]:
+    p = d / "manifest.json"
+    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+
+
+def _recompute_corpus(res: ModelResults, keys: dict[str, set[str]], config: dict[str, Any]) -> None:
+    from .metrics import METRICS, MetricInput, build
+
+    language = config.get("language", "en")
+    options = config.get("metric_options") or {}
+    res.corpus = {}
+    for cat, cat_keys in keys.items():
+        items = [it for it in res.items.values() if it["category"] == cat]
+        by_metric: dict[str, set[str]] = {}
+        for key in cat_keys:
+            sig = res.signatures.get(key, {})
+            fam, _, sub = key.partition("/")
+            if fam == "Metrics" and sig.get("metric") in METRICS:
+                by_metric.setdefault(sig["metric"], set()).add(sub)
+            else:
+                res.signatures[key] = {**sig, "corpus_note": "corpus value not recomputed by merge; removed"}
+        for name, subs in by_metric.items():
+            canon = METRICS.canonical(name) or name
+            metric = build(canon, language, **options.get(canon, options.get(name, {})))
+            scored = [it for it in items if any(f"Metrics/{s}" in it["scores"] for s in metric.sub_scores)]
+            inputs = [MetricInput(output=it["output"], references=it["targets"]) for it in scored]
+            if not inputs:
+                continue
+            values = metric.aggregate(inputs, [])
+            for sub in subs:
+                if sub in values:
+                    res.corpus.setdefault(cat, {})[f"Metrics/{sub}"] = values[sub]
+
+
+def _battle_from_dict(data: dict[str, Any], items: list[dict[str, Any]]):
+    from .judges.battle import BattleItem, BattleResult, OrderJudgment
+
+    out = []
+    for it in items:
+        orders = [OrderJudgment(order=o["order"], verdict=o["verdict"],
+                                scores=tuple(o["scores"]) if o.get("scores") else None, raw=o.get("raw", ""),
+                                weighted=tuple(o["weighted_scores"]) if o.get("weighted_scores") else None,
+                                reason=o.get("reason", ""), request=o.get("request", ""))
+                  for o in it["orders"]]
+        out.append(BattleItem(id=str(it["id"]), verdict=it["verdict"], orders=orders,
+                              inconsistent=it.get("inconsistent", False), flipped=it.get("flipped", False),
+                              category=it.get("category", "")))
+    s = data["summary"]
+    return BattleResult(model_a=s["model_a"], model_b=s["model_b"], items=out, both_orders=s.get("both_orders", True),
+                        signature=data.get("signature", {}))
+
+
+def _merge_cache(out: Path, sources: list[Path]) -> int:
+    from .backends.cache import _SCHEMA
+
+    target = out / "judge_cache.sqlite"
+    conn = sqlite3.connect(target, isolation_level=None)
+    try:
+        conn.execute(_SCHEMA)
+        for src in sources:
+            conn.execute("ATTACH DATABASE ? AS s", (str(src),))
+            try:
+                conn.execute("INSERT OR IGNORE INTO completions SELECT key, judge, request, completion, created "
+                             "FROM s.completions")
+            except sqlite3.DatabaseError as exc:
+                raise InputError(f"{src}: cannot read the judge cache ({exc})") from exc
+            finally:
+                conn.execute("DETACH DATABASE s")
+        return conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def merge(out: Path, dirs: list[Path], *, charts: bool = True,
+          log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    if not dirs:
+        raise InputError("merge: give the output folder and at least one shard folder: eval.py merge OUT DIR...")
+    for d in dirs:
+        if not (d / "results").is_dir() and not (d / "manifest.json").is_file():
+            raise InputError(f"merge: {d}: not a save path of a run (no results/ and no manifest.json)")
+        if d.resolve() == out.resolve():
+            raise InputError(f"merge: {d}: the output folder cannot be one of the inputs")
+    manifests = [_manifest(d) for d in dirs]
+    config = next((m.get("config") for m in manifests if m.get("config")), {}) or {}
+    out.mkdir(parents=True, exist_ok=True)
+
+    # ---------------------------------------------------------------- results
+    merged: dict[str, ModelResults] = {}
+    corpus_keys: dict[str, dict[str, set[str]]] = {}
+    orders: dict[str, list[str]] = {}
+    for d in dirs:
+        for res in load_all(d):
+            m = merged.get(res.model)
+            if m is None:
+                m = merged[res.model] = ModelResults(model=res.model, answer_file=res.answer_file)
+                orders[res.model] = _answer_order(res.answer_file)
+            for key, sig in res.signatures.items():
+                if key in m.signatures and m.signatures[key] != sig:
+                    raise InputError(f"merge: {d}: {res.model}: {key} was made differently than in another shard "
+                                     "(signatures differ); merge shards of one config and one version only")
+                m.signatures[key] = sig
+            for item_id, item in res.items.items():
+                if item_id in m.items:
+                    raise InputError(f"merge: {d}: {res.model}: item {item_id} is in two shards; merge the shards "
+                                     "of one --shard I/N split, each once")
+                m.items[item_id] = item
+            for cat, n in res.skipped_categories.items():
+                m.skipped_categories[cat] = m.skipped_categories.get(cat, 0) + n
+            m.runs += [r for r in res.runs if r not in m.runs]
+            for cat, vals in res.corpus.items():
+                corpus_keys.setdefault(res.model, {}).setdefault(cat, set()).update(vals)
+    for model, m in merged.items():
+        m.items = {k: m.items[k] for k in _ordered(m.items, orders[model])}
+        m.skipped_categories = dict(sorted(m.skipped_categories.items()))
+        _recompute_corpus(m, corpus_keys.get(model, {}), config)
+        m.save(out)
+    first_order = next(iter(orders.values()), [])
+
+    # ---------------------------------------------------------------- battles
+    from .families.gpt import by_category
+
+    battles: dict[str, list[dict[str, Any]]] = {}
+    for d in dirs:
+        for p in sorted((d / "battles").glob("*__vs__*.json")) if (d / "battles").is_dir() else []:
+            battles.setdefault(p.name, []).append(json.loads(p.read_text(encoding="utf-8")))
+    written_battles = []
+    results = []
+    for name, parts in sorted(battles.items()):
+        items: dict[str, dict[str, Any]] = {}
+        for part in parts:
+            for it in part["items"]:
+                if str(it["id"]) in items:
+                    raise InputError(f"merge: battles/{name}: item {it['id']} is in two shards")
+                items[str(it["id"])] = it
+        res = _battle_from_dict(parts[0], [items[k] for k in _ordered(items, first_order)])
+        data = res.to_dict()
+        data["summary"] = clean_json(res.summary())
+        data["by_category"] = by_category(res)
+        atomic_write_json(out / "battles" / name, data)
+        written_battles.append(str(out / "battles" / name))
+        results.append(res)
+    if len(merged) > 2 and results:
+        from .judges import rank
+
+        try:
+            atomic_write_json(out / "battles" / "ranking.json", rank(results).to_dict())
+        except InputError as exc:
+            log(f"merge: ranking: {exc}")
+
+    # ---------------------------------------------------------------- other per-shard folders
+    notes = []
+    sage = [d / "sageval" for d in dirs if (d / "sageval").is_dir()]
+    if sage:  # SAGEval's run summaries are per category of each shard: kept per shard, not recomputed
+        by_model: dict[str, dict[str, Any]] = {}
+        for d in dirs:
+            for p in sorted((d / "sageval").glob("*.json")) if (d / "sageval").is_dir() else []:
+                entry = by_model.setdefault(p.name, {"shards": {}})
+                entry["shards"][str(d)] = json.loads(p.read_text(encoding="utf-8"))
+        for fname, entry in by_model.items():
+            entry["note"] = "per-shard SAGEval summaries (categories split across shards are not recomputed)"
+            atomic_write_json(out / "sageval" / fname, entry)
+        notes.append("sageval summaries kept per shard")
+
+    # ---------------------------------------------------------------- caches and manifests
+    caches = [d / "judge_cache.sqlite" for d in dirs if (d / "judge_cache.sqlite").is_file()]
+    cache_rows = _merge_cache(out, caches) if caches else 0
+    for d in dirs:
+        if (d / "runs").is_dir():
+            (out / "runs").mkdir(exist_ok=True)
+            for p in (d / "runs").glob("*.json"):
+                shutil.copy2(p, out / "runs" / p.name)
+    all_results = load_all(out)
+    files: dict[str, Any] = {"results": [str(ModelResults.path_for(out, r.model)) for r in all_results],
+                             "battles": written_battles,
+                             "summary_csv": str(write_summary_csv(out, all_results)) if all_results else None}
+    if any((d / "comparisons").is_dir() for d in dirs) and len(all_results) >= 2:
+        from .comparisons import write_comparisons
+
+        write_comparisons(out)
+        files["comparisons"] = str(out / "comparisons")
+    errors = [dict(e, shard=str(d)) for d, m in zip(dirs, manifests) for e in m.get("errors", [])]
+    if charts and all_results:
+        try:
+            from .charts import write_charts
+
+            files["charts"] = [str(p) for p in write_charts(out, all_results)]
+        except Exception as exc:  # charts are a view
+            errors.append({"error": f"charts: {type(exc).__name__}: {exc}"})
+    try:
+        from . import report  # type: ignore[attr-defined]
+    except ImportError:
+        report = None
+    if report is not None and hasattr(report, "write_report"):
+        files["report"] = str(report.write_report(out))
+    now = datetime.now(timezone.utc)
+    manifest = {
+        "run_id": now.strftime("%Y%m%dT%H%M%SZ") + "-merge-" + uuid.uuid4().hex[:6],
+        "status": "ok" if all(m.get("status") == "ok" for m in manifests) else "merged shards with problems",
+        "merged_from": [{"path": str(d), "run_id": m.get("run_id"), "status": m.get("status"),
+                         "shard": m.get("shard")} for d, m in zip(dirs, manifests)],
+        "config": config, "config_hash": next((m.get("config_hash") for m in manifests if m.get("config_hash")), None),
+        "models": sorted(merged), "finished": now.isoformat(timespec="seconds"), "errors": errors,
+        "judge_cache_rows": cache_rows, "notes": notes, "outputs_files": files,
+    }
+    atomic_write_json(out / "manifest.json", manifest)
+    return manifest

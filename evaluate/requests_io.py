@@ -1,0 +1,298 @@
+"""Judge requests out of the run and results back in: any batch engine can do the judging.
+
+`eval.py --config C --export-requests FILE.jsonl` writes every judge request the run still needs
+(what the cache does not hold) in the OpenAI batch format, which vLLM's offline runner reads:
+
+    python -m vllm.entrypoints.openai.run_batch -i FILE.jsonl -o OUT.jsonl --model M
+
+`eval.py --config C --import-results OUT.jsonl` loads that output into the judge cache, each line
+checked against the requests of the run (`custom_id` is the cache key; an unknown id or a reply of
+another model is refused, nothing is stored then); the next normal run completes from the cache.
+
+How the requests are found: the run's judge families (GPT, SAGEval, UniEval with the judge) are
+driven exactly as a run drives them, with a judge that answers from the cache and records every
+miss instead of sending it. Nothing is scored or written to the save path. Work that depends on
+earlier replies (SAGEval's second agent, re-asks after an unparsable reply) shows up only once
+those replies are in the cache: export, judge, import, and export again until nothing is left.
+The same collection gives `--dry-run` its token and cost estimate.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .backends.base import Backend, Completion, JudgeRequest, ProgressFn
+from .backends.batch import batch_line, parse_result_line, request_body
+from .backends.cache import CachedBackend
+from .backends.pool import JudgePool, MeteredBackend
+from .config import RunConfig
+from .core.errors import InputError
+
+EXPORTED = "not judged yet: exported for a batch engine"
+
+
+class _Recorder(Backend):
+    """Under the cache: records each miss and answers it with an error (the families record invalid)."""
+
+    def __init__(self, real: Backend):
+        super().__init__(real.model)
+        self.real = real
+        self.kind = real.kind
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.real.supports_logprobs
+
+    def signature(self) -> dict[str, Any]:
+        return self.real.signature()
+
+    def complete(self, request: JudgeRequest) -> Completion:
+        return Completion(error=EXPORTED)
+
+    def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
+        return [Completion(error=EXPORTED) for _ in requests]
+
+
+class _SeeingCache(CachedBackend):
+    """The cache, noting every request asked (hits and misses) with its key."""
+
+    def __init__(self, inner: Backend, path: Path | str):
+        super().__init__(inner, path)
+        self.seen: dict[str, JudgeRequest] = {}
+        self.missing: dict[str, JudgeRequest] = {}
+        # Set once a call of the current family step had a miss: the step's later requests may be
+        # built from that unanswered reply (SAGE reads the first agent's), so they are not exported
+        # now (that would pay for a request made from an error) but in the next round.
+        self.tainted = False
+        self.deferred = 0
+
+    def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
+        out = super().complete_many(requests, progress)
+        missed = False
+        for req, comp in zip(requests, out):
+            key = self.key(req)
+            self.seen.setdefault(key, req)
+            if not comp.cached:
+                missed = True
+                if self.tainted:
+                    self.deferred += 1
+                else:
+                    self.missing.setdefault(key, req)
+        self.tainted = self.tainted or missed
+        return out
+
+    def complete(self, request: JudgeRequest) -> Completion:
+        return self.complete_many([request])[0]
+
+
+class _RecordingPool(JudgePool):
+    def __init__(self, cache_dir: Path):
+        super().__init__(api_key=None)
+        self._scratch = cache_dir
+        self.caches: list[_SeeingCache] = []
+
+    def backend(self, opts, cache_path):  # type: ignore[override]
+        key = self.key(opts, cache_path)
+        with self._lock:
+            if key not in self._backends:
+                real = _identity(opts)
+                # an existing cache answers; a missing one is not created in the save path
+                path = cache_path if cache_path is not None and cache_path.exists() else self._scratch / "empty.sqlite"
+                cache = _SeeingCache(_Recorder(real), path)
+                self.caches.append(cache)
+                self._backends[key] = cache
+            return self._backends[key]
+
+
+def _identity(opts) -> Backend:
+    """The judge's backend object for its signature and capabilities only (no call is made, no key needed)."""
+    if opts.backend == "openai":
+        from .backends.openai_compat import OpenAICompatBackend
+
+        return OpenAICompatBackend(opts.model, base_url=opts.base_url or "http://127.0.0.1:1/v1",
+                                   api_key="EMPTY", concurrency=opts.concurrency, timeout=opts.timeout)
+    from .backends.local import LocalBackend
+
+    return LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead)
+
+
+def _uses_judge(fam: str, ctx: Any) -> bool:
+    if fam in ("GPT", "SAGEval"):
+        return True
+    return fam == "UniEval" and getattr(ctx.options, "evaluator", "t5") == "judge"
+
+
+@dataclass
+class Collected:
+    model: str
+    seen: dict[str, JudgeRequest] = field(default_factory=dict)  # every request of the run (cache key -> request)
+    missing: dict[str, JudgeRequest] = field(default_factory=dict)  # those the cache does not answer
+    deferred: int = 0  # requests built on replies not in the cache yet: the next round's
+
+
+def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = lambda s: None) -> Collected:
+    """Every judge request the run would make now (see the module docstring)."""
+    from .data import load_answer_sets
+    from .runner import build_plan, family_context, limit_records
+    from .shard import apply_shard
+
+    if not cfg.answers:
+        raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
+    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    if cfg.limit:
+        limit_records(sets, cfg.limit)
+    apply_shard(sets, getattr(cfg, "shard", None))
+    contexts: dict[str, Any] = {}
+    plan, fam_objs = build_plan(cfg, sets, families, contexts)
+    with tempfile.TemporaryDirectory(prefix="eval-export-") as tmp:
+        pool = _RecordingPool(Path(tmp))
+        ctxs = {f: family_context(cfg, f, sets, judges=pool, save_path=Path(tmp), log=log)
+                for f in fam_objs if _uses_judge(f, contexts[f])}
+        for s in sets:
+            by_cat: dict[str, list] = {}
+            for r in s.records:
+                by_cat.setdefault(r.category, []).append(r)
+            for cat, fams in plan.categories.items():
+                for fam, names in fams.items():
+                    if fam in ctxs and by_cat.get(cat):
+                        for cache in pool.caches:
+                            cache.tainted = False
+                        fam_objs[fam].score(ctxs[fam].for_model(s.name), cat, names, by_cat[cat])
+        for fam, ctx in ctxs.items():
+            for cache in pool.caches:
+                cache.tainted = False
+            fam_objs[fam].score_run(ctx, plan.categories)
+        out = Collected(model=cfg.judge.model)
+        for cache in pool.caches:
+            out.seen.update(cache.seen)
+            out.missing.update(cache.missing)
+            out.deferred += cache.deferred
+            cache.close()
+    return out
+
+
+def export_requests(cfg: RunConfig, families: list[str], path: Path, *,
+                    log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Write the requests the run still needs to `path` (OpenAI batch JSONL); returns counts."""
+    got = collect(cfg, families, log)
+    logprobs = cfg.judge.backend != "openai" or _identity(cfg.judge).supports_logprobs
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for key, req in got.missing.items():
+            fh.write(batch_line(key, request_body(cfg.judge.model, req, logprobs=logprobs)) + "\n")
+    tmp.replace(path)
+    return {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing) - got.deferred,
+            "deferred": got.deferred, "file": str(path), "model": cfg.judge.model}
+
+
+def import_results(cfg: RunConfig, families: list[str], path: Path, *,
+                   log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """Load a batch engine's output into the judge cache; refuses the whole file (InputError) on an
+    unknown custom_id or a reply from another model, before storing anything."""
+    from .families.base import judge_cache_path
+
+    cache_path = judge_cache_path(cfg)
+    if cache_path is None:
+        raise InputError("--import-results: judge.cache is false; the results go to the judge cache, turn it on")
+    got = collect(cfg, families, log)
+    if not path.is_file():
+        raise InputError(f"--import-results: {path}: no such file")
+    ok: list[tuple[str, Completion]] = []
+    failed: list[str] = []
+    problems: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                cid, comp, reason, _ = parse_result_line(obj)
+            except (ValueError, TypeError) as exc:
+                problems.append(f"{path}:{n}: not a batch result line ({exc})")
+                continue
+            if cid not in got.seen:
+                problems.append(f'{path}:{n}: custom_id "{cid[:16]}..." is not a request of this run (exported '
+                                f"from another config, judge or cache?)")
+                continue
+            body = (obj.get("response") or {}).get("body")
+            model = body.get("model") if isinstance(body, dict) else None
+            if comp is not None and model is not None and model != cfg.judge.model:
+                problems.append(f'{path}:{n}: the reply is from model "{model}", the run\'s judge is '
+                                f'"{cfg.judge.model}" (judge.model)')
+                continue
+            if comp is None:
+                failed.append(f"{cid[:12]}: {reason}")
+            else:
+                ok.append((cid, comp))
+            if len(problems) >= 20:
+                break
+    if problems:
+        raise InputError("--import-results refused, nothing was stored:\n  " + "\n  ".join(problems[:20]))
+    cache = CachedBackend(_Recorder(_identity(cfg.judge)), cache_path)
+    try:
+        stored = 0
+        for start in range(0, len(ok), 5000):  # one transaction per 5,000 rows
+            stored += cache.store_many([(cid, got.seen[cid], comp) for cid, comp in ok[start:start + 5000]])
+    finally:
+        cache.close()
+    left = len(set(got.missing) - {cid for cid, _ in ok})
+    return {"stored": stored, "failed": len(failed), "failures": failed[:10], "still_missing": left,
+            "cache": str(cache_path)}
+
+
+def estimate(cfg: RunConfig, families: list[str]) -> dict[str, Any] | None:
+    """--dry-run: the judge requests still to send, their tokens (prompt: characters / 4; completion:
+    at most max_tokens) and, with judge.price, the cost with and without batch (batch = half price)."""
+    got = collect(cfg, families)
+    if not got.seen:
+        return None
+    prompt = sum(sum(len(c) for _, c in r.messages) for r in got.missing.values()) // 4
+    completion = sum(r.max_tokens for r in got.missing.values())
+    out: dict[str, Any] = {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing) - got.deferred,
+                           "prompt_tokens": prompt, "completion_tokens_max": completion, "cost_usd_max": None,
+                           "batch_cost_usd_max": None}
+    if cfg.judge.price:
+        cost = prompt * cfg.judge.price["prompt"] / 1e6 + completion * cfg.judge.price["completion"] / 1e6
+        out["cost_usd_max"] = round(cost, 4)
+        out["batch_cost_usd_max"] = round(cost / 2, 4)
+    return out
+
+
+def describe_estimate(est: dict[str, Any] | None) -> str:
+    if est is None:
+        return "judge: no judge requests in this run"
+    text = (f"judge requests to send: {est['requests']} (already cached: {est['cached']}); prompt tokens ~"
+            f"{est['prompt_tokens']:,} (characters / 4), completion tokens at most {est['completion_tokens_max']:,}")
+    if est["cost_usd_max"] is not None:
+        text += (f"; cost at most ${est['cost_usd_max']:.4f}, with judge.batch (half price) "
+                 f"${est['batch_cost_usd_max']:.4f}")
+    return text + ("\n  (requests that depend on earlier replies, e.g. SAGEval's second agent and re-asks, are "
+                   "counted once those replies are cached)")
+
+
+def prefetch_batches(cfg: RunConfig, families: list[str], judges: JudgePool, *, max_rounds: int = 6,
+                     log: Callable[[str], None] = lambda s: None) -> int:
+    """judge.batch: send the whole run's requests as one batch job per round before scoring.
+
+    Without this, each (model, category) of a run would be its own batch, waited for in turn. A
+    round is what `collect` finds missing; the families then ask again from the cache, and what
+    depends on those replies (SAGEval's second agent, re-asks) is the next round. Requests that
+    failed for good are not asked again in this run. Returns the number of rounds sent.
+    """
+    from .families.base import judge_cache_path
+
+    backend = judges.backend(cfg.judge, judge_cache_path(cfg))
+    tried: set[str] = set()
+    for n in range(max_rounds):
+        todo = {k: r for k, r in collect(cfg, families).missing.items() if k not in tried}
+        if not todo:
+            return n
+        log(f"batch round {n + 1}: {len(todo)} judge requests in one batch job")
+        backend.complete_many(list(todo.values()))
+        tried.update(todo)
+    return max_rounds
