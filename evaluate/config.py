@@ -43,7 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
-    "judge", "gpt_with_reference", "metric_options", "battle", "limit",
+    "judge", "gpt_with_reference", "metric_options", "battle", "limit", "max_invalid_share",
 )
 
 
@@ -84,6 +84,7 @@ class RunConfig:
     blocks: dict[str, Any] = field(default_factory=dict)  # options key -> the block as written (manifest)
     battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
     limit: int | None = None  # only the first N records of each category (a quick run); None: all
+    max_invalid_share: float = 1.0  # a family with this share of invalid scores (or more) fails the run: exit 3
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -110,6 +111,7 @@ class RunConfig:
             **{key: self.blocks.get(key, {}) for key in top_level_keys() if key not in BASE_KEYS},
             "limit": self.limit,
             "battle": self.battle,
+            "max_invalid_share": self.max_invalid_share,
         }
 
     def family_options(self, family: str) -> Any:
@@ -263,6 +265,14 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
             chk.problems.append(f"limit: expected a positive integer (records per category), got {value!r}")
         else:
             cfg.limit = value
+
+    value = raw.get("max_invalid_share")
+    if value is not None and chk.expect(value, (int, float), "max_invalid_share", "a number > 0 and <= 1"):
+        if not 0 < value <= 1:  # NaN fails this too
+            chk.problems.append(f"max_invalid_share: expected a number > 0 and <= 1 (the share of invalid scores "
+                                f"that fails a run), got {value!r}")
+        else:
+            cfg.max_invalid_share = float(value)
 
     value = raw.get("metric_options")
     if value is not None and chk.expect(value, dict, "metric_options", "a mapping METRIC -> {option: value}"):

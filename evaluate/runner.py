@@ -25,6 +25,7 @@ from .core.errors import ConfigError, InputError
 from .backends.pool import JudgePool
 from .families import Context, Family, family_names, get_family
 from .core.records import Record
+from .core.scores import InvalidTally
 from .results import ModelResults, atomic_write_json, load_all, write_summary_csv
 
 
@@ -201,6 +202,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     log(plan.describe())
     for fam, ctx in contexts.items():  # the run's contexts: the judge pool, the save path, a log, a fresh memo
         contexts[fam] = family_context(cfg, fam, sets, judges=judges, save_path=save, log=log)
+    tally = InvalidTally()
     try:
         for s in sets:
             res = ModelResults.open(save, s.name, str(s.path), s.records)
@@ -225,6 +227,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                         log(f"error: {s.name} / {cat} / {fam}: {type(exc).__name__}: {exc}")
                         _write_manifest(save, manifest)
                         continue
+                    tally.add(fam, out.items)
                     res.add(fam, cat, recs, out.items, with_scale(out.signatures, fam_objs[fam]), out.corpus)
                     res.save(save, run_id)
                     log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {time.time() - t0:.1f}s")
@@ -240,6 +243,12 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
                                            "traceback": traceback.format_exc(limit=5)})
                 log(f"error: {fam}: {type(exc).__name__}: {exc}")
+        manifest["invalid"] = {f: {"valid": v, "invalid": i} for f, (v, i) in tally.counts.items()}
+        manifest["errors"].extend(tally.failures(cfg.max_invalid_share))  # the judge-failure contract: exit 3
+        for line in tally.lines():
+            log(f"scored {line}")
+        for err in tally.failures(cfg.max_invalid_share):
+            log(f"error: {err['family']}: {err['error']}")
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
