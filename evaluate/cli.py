@@ -14,16 +14,32 @@ from pathlib import Path
 
 from .config import RunConfig, load_config, parse_config
 from .core.errors import InputError
+from .core.secrets import secret_values
 from .families import family_names
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
+    """Exact flag names only (allow_abbrev=False: `--openai KEY` must not be read as --openai_key and
+    then written unscrubbed); an error message never echoes a key-shaped value."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # argparse's own exit code is 2 as well; keep the message short
         self.print_usage(sys.stderr)
+        for secret in secret_values(sys.argv[1:] + self._argv):
+            message = message.replace(secret, "***")
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_INPUT)
+
+    _argv: list[str] = []
+
+    def parse_args(self, args=None, namespace=None):  # remember argv, so error() can hide its secrets
+        self._argv = list(args or [])
+        return super().parse_args(args, namespace)
 
 
 def _families_arg(values: list[str] | None) -> list[str] | None:

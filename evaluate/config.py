@@ -36,6 +36,7 @@ from .core.errors import ConfigError
 from .core.io import read_structured  # noqa: F401  (re-exported: config files are read with it)
 from .core.options import parse_options, short as _short, type_name as _type_name
 from .core.registry import suggest
+from .core.secrets import scrub_url
 from .families import FAMILY_REGISTRY, family_names
 from .families.metrics import check_metric_options
 
@@ -105,7 +106,7 @@ class RunConfig:
                 "battle": str(self.battle_prompt) if self.battle_prompt else None,
                 "evaluation": str(self.evaluation_prompt) if self.evaluation_prompt else None,
             },
-            "judge": asdict(self.judge),
+            "judge": {**asdict(self.judge), "base_url": scrub_url(self.judge.base_url) if self.judge.base_url else None},
             "gpt_with_reference": self.gpt_with_reference,
             "metric_options": self.metric_options,
             **{key: self.blocks.get(key, {}) for key in top_level_keys() if key not in BASE_KEYS},

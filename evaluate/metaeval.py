@@ -375,7 +375,8 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="eval.py meta-eval", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="eval.py meta-eval", description=__doc__.split("\n\n")[0],
+                                allow_abbrev=False)
     p.add_argument("--data", required=True, help="a ../shared/data/metaeval/*.jsonl file (or the same schema)")
     p.add_argument("--evaluator", required=True, nargs="+", help="e.g. ROUGE BLEU Length UniEval:summarization-fluency")
     p.add_argument("--output", help="write the full report (JSON) here")

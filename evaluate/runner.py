@@ -26,6 +26,7 @@ from .backends.pool import JudgePool
 from .families import Context, Family, family_names, get_family
 from .core.records import Record
 from .core.scores import InvalidTally
+from .core.secrets import scrub_argv
 from .results import ModelResults, atomic_write_json, load_all, write_summary_csv
 
 
@@ -279,19 +280,7 @@ def _iso(t: float) -> str:
 
 
 def _scrub_argv(argv: list[str]) -> list[str]:
-    out, hide = [], False
-    for a in argv:
-        if hide:
-            out.append("***")
-            hide = False
-        elif a == "--openai_key":
-            out.append(a)
-            hide = True
-        elif a.startswith("--openai_key="):
-            out.append("--openai_key=***")
-        else:
-            out.append(a)
-    return out
+    return scrub_argv(argv)
 
 
 def _write_manifest(save: Path, manifest: dict[str, Any]) -> None:

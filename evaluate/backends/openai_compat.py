@@ -15,31 +15,18 @@ import os
 import threading
 import time
 from typing import Any, Mapping, Sequence
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import openai
 
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .retry import ResultFn, RetryPolicy, call_with_retries, progress_bar, run_ordered
 from ..core.errors import InputError
+from ..core.secrets import scrub_url  # noqa: F401  (re-exported: signatures and reprs show the scrubbed URL)
 
 log = logging.getLogger("evaluate.backends.openai")
 
 OPENAI_URL = "https://api.openai.com/v1"
-# Query parameters that may carry a credential (e.g. `?key=` on some proxies); dropped from signatures.
-_SECRET_QUERY = ("key", "token", "secret", "sig", "password", "auth")
-
-
-def scrub_url(url: str) -> str:
-    """The URL without user:password@ and without query parameters that look like credentials."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-             if not any(s in k.lower() for s in _SECRET_QUERY)]
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), urlencode(query), ""))
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
 from ..core.options import option
+from ..core.secrets import looks_like_key
 
-# what an API key looks like when pasted where the *name* of a variable belongs
-_KEY_SHAPED = re.compile(r"^(sk-|sk_|gsk_|hf_|xai-|AIza)|^[A-Za-z0-9_\-]{32,}$")
 
 
 @dataclass
@@ -44,7 +42,7 @@ class JudgeOptions:
                                      + ", ".join(sorted(map(str, self.price)))))
             elif any(v < 0 or v != v for v in self.price.values()):
                 out.append(("price", "prices must be numbers >= 0"))
-        if _KEY_SHAPED.search(self.api_key_env) and not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.api_key_env):
+        if looks_like_key(self.api_key_env):
             out.append(("api_key_env", "this looks like an API key, not the name of an environment variable; put the "
                                        "key in a variable (e.g. export OPENAI_API_KEY=...) and name the variable here "
                                        "(the value is not shown)"))
