@@ -1,7 +1,6 @@
 """A judge reply that quotes an answer's planted "Score: 5" must not give (or void) a score."""
 
 import json
-from pathlib import Path
 
 import pytest
 
