@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
             return repeval_main(argv[1:])
         args = build_parser().parse_args(argv)
         from .runner import check_fail_under, run, select_families
+        from .thresholds import parse_all
+
+        parse_all(args.fail_under)  # a malformed threshold is refused before any work, not after the run
 
         families = select_families(_families_arg(args.only), _families_arg(args.skip))
         configs = configs_from_args(args)
@@ -188,4 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:  # a file or folder the run needs: name it, no traceback (what was written stays)
+        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f) or "a file"
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -33,7 +33,7 @@ from typing import Any
 
 from .backends.options import JudgeOptions
 from .core.errors import ConfigError
-from .core.io import read_structured  # noqa: F401  (re-exported: config files are read with it)
+from .core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
 from .core.options import parse_options, short as _short, type_name as _type_name
 from .core.registry import suggest
 from .core.secrets import scrub_url
@@ -292,6 +292,41 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
     if chk.problems:
         raise ConfigError(chk.problems, src)
     return cfg
+
+
+def judge_reachability(cfg: RunConfig) -> None:
+    """At plan time (after --openai_key and --gpt_model are applied): an openai judge needs a server
+    (judge.base_url or $OPENAI_BASE_URL) or, for OpenAI itself, a key; else every call would fail."""
+    import os
+
+    j = cfg.judge
+    if j.backend != "openai" or j.base_url or os.environ.get("OPENAI_BASE_URL"):
+        return
+    if not (cfg.openai_key or os.environ.get(j.api_key_env)):
+        raise ConfigError([f"judge: backend openai with no judge.base_url and no API key (environment variable "
+                           f"{j.api_key_env} is not set, no --openai_key): set judge.base_url to your server "
+                           "(e.g. http://127.0.0.1:8000/v1) or provide the key"], str(cfg.source or "config"))
+
+
+def check_model_names(names: list[str], source: str = "config") -> None:
+    """Refuse two models whose results would share a file (`m 1` and `m_1` -> results/m_1.json)
+    or a name twice: one model's scores would silently replace the other's."""
+    by_file: dict[str, str] = {}
+    problems = []
+    for name in names:
+        if not name.strip():
+            problems.append("answers: a model name is empty")
+            continue
+        f = safe_name(name)
+        if f in by_file:
+            other = by_file[f]
+            problems.append(f'answers: model names "{other}" and "{name}" ' + (
+                "are the same" if other == name else f'both map to the result file results/{f}.json') +
+                "; give the models distinct names (--model_name_list or answers[].name)")
+        else:
+            by_file[f] = name
+    if problems:
+        raise ConfigError(problems, source)
 
 
 def load_config(path: Path) -> RunConfig:

@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
-from .config import RunConfig
+from .config import RunConfig, check_model_names, judge_reachability
 from .data import AnswerSet, load_answer_sets
 from .core.errors import ConfigError, InputError
 from .backends.pool import JudgePool
 from .families import Context, Family, family_names, get_family
 from .core.records import Record
 from .core.scores import InvalidTally
+from .core.io import check_output_dir, ensure_dir
 from .core.secrets import scrub_argv
+from .thresholds import parse_all
 from .results import ModelResults, atomic_write_json, load_all, write_summary_csv
 
 
@@ -178,19 +180,23 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     """Run the job; returns the manifest. Raises InputError/ConfigError on bad input (before any work)."""
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
+    check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
     if cfg.limit:
         limit_records(sets, cfg.limit)
     judges = JudgePool(api_key=cfg.openai_key)
     contexts: dict[str, Context] = {}
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
+    check_output_dir(cfg.save_path, "save_path", ("results", "runs", "charts", "battles"))
+    if any(w.get("judge_calls") for w in plan.work.values()):
+        judge_reachability(cfg)
     if dry_run:
         return {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}
 
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
     started = time.time()
     save = cfg.save_path
-    save.mkdir(parents=True, exist_ok=True)
+    ensure_dir(save, "save_path")
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "running", "config": cfg.to_dict(), "config_hash": cfg.hash,
         "config_file": str(cfg.source) if cfg.source else None, "argv": _scrub_argv(sys.argv),
@@ -295,15 +301,8 @@ def check_fail_under(save: Path, specs: list[str]) -> list[str]:
     """
     results = load_all(save)
     failures = []
-    for spec in specs:
-        if "=" not in spec:
-            raise InputError(f'--fail-under "{spec}": expected [CATEGORY:]METRIC=VALUE, e.g. BLEU-4=0.2')
-        lhs, _, value = spec.rpartition("=")
-        try:
-            threshold = float(value)
-        except ValueError:
-            raise InputError(f'--fail-under "{spec}": "{value}" is not a number') from None
-        cat, _, metric = lhs.rpartition(":") if ":" in lhs else ("", "", lhs)
+    for t in parse_all(specs):
+        spec, cat, metric, threshold = t.spec, t.category, t.metric, t.value
         matched = False
         for res in results:
             aggs = res.aggregates()

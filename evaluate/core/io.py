@@ -276,3 +276,41 @@ def safe_name(name: str) -> str:
     """A model name as a file name (keeps letters, digits, '.', '_', '-')."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
     return cleaned or "model"
+
+
+def check_output_dir(path: Path, what: str = "save_path", subdirs: tuple[str, ...] = ()) -> None:
+    """Refuse, before any work, a folder that cannot be created or written: the path or a parent is a
+    file, a symlink loop, no write permission, or one of `subdirs` (e.g. "results") exists as a file.
+    Creates nothing."""
+    path = Path(path)
+    try:
+        probe = path
+        while not probe.exists() and not probe.is_symlink():
+            if probe.parent == probe:
+                break
+            probe = probe.parent
+        if probe.is_symlink() and not probe.exists():
+            path.resolve(strict=True)  # a dangling link or a loop: raises
+        if not probe.is_dir():
+            raise InputError(f"{what} {path}: {probe} is a file, not a folder; choose another {what}")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise InputError(f"{what} {path}: no permission to write in {probe}")
+        for sub in subdirs:
+            p = path / sub
+            if p.exists() and not p.is_dir():
+                raise InputError(f"{what} {path}: {p} is a file, but the results need a folder there; "
+                                 "move it away")
+    except RuntimeError as exc:  # symlink loop (Python < 3.13)
+        raise InputError(f"{what} {path}: cannot be used ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be used ({exc.strerror or exc})") from None
+
+
+def ensure_dir(path: Path, what: str = "save_path") -> None:
+    """mkdir -p, with an InputError naming the folder instead of a raw OSError."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError(f"{what} {path}: exists as a file, not a folder") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot create the folder ({exc.strerror or exc})") from None
