@@ -27,6 +27,7 @@ from .families import Context, Family, family_names, get_family
 from .core.records import Record
 from .core.scores import InvalidTally
 from .core.io import check_output_dir, ensure_dir
+from .core.lock import SaveLock
 from .core.secrets import scrub_argv
 from .thresholds import parse_all
 from .results import ModelResults, atomic_write_json, load_all, write_summary_csv
@@ -197,6 +198,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     started = time.time()
     save = cfg.save_path
     ensure_dir(save, "save_path")
+    lock = SaveLock.acquire(save, run_id)  # a second run into this save_path is refused, never merged blindly
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "running", "config": cfg.to_dict(), "config_hash": cfg.hash,
         "config_file": str(cfg.source) if cfg.source else None, "argv": _scrub_argv(sys.argv),
@@ -278,6 +280,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
             except Exception as exc:  # charts are a view; never lose results over them
                 manifest["errors"].append({"error": f"charts: {type(exc).__name__}: {exc}"})
         _write_manifest(save, manifest)
+        lock.release()
     return manifest
 
 
