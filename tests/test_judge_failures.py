@@ -64,3 +64,30 @@ def test_some_invalid_is_ok_by_default_and_fails_under_a_lower_threshold(tmp_pat
 def test_max_invalid_share_is_checked_at_load(tmp_path, fake_openai, capsys, value):
     assert main(["--config", str(config(tmp_path, fake_openai, max_invalid_share=value)), "--dry-run"]) == 2
     assert "max_invalid_share" in capsys.readouterr().err
+
+
+def test_a_slow_server_gets_a_longer_timeout_on_retry_and_retries_are_shown(tmp_path, fake_openai, monkeypatch, caplog):
+    """Every reply takes 1.5 s; the timeout is 1 s: the retry waits 2 s and succeeds (the same 1 s
+    limit would fail forever), and the retry is reported as it happens."""
+    monkeypatch.setenv("GPT_KEY", KEY)
+    fake_openai.reply_fn = lambda rec: Reply(content="4", hang=1.5)
+    cfg = config(tmp_path, fake_openai, category={"classification": {"GPT": ["correctness"]}})
+    raw = json.loads(cfg.read_text())
+    raw["judge"].update(timeout=1, max_retries=1, concurrency=3)
+    cfg.write_text(json.dumps(raw))
+    with caplog.at_level("WARNING"):
+        assert main(["--config", str(cfg)]) == 0
+    assert manifest(tmp_path)["invalid"]["GPT"] == {"valid": 3, "invalid": 0}
+    shown = [r.getMessage() for r in caplog.records if "judge retry" in r.getMessage()]
+    assert shown and "next timeout 2s" in shown[0] and "timed out after 1s" in shown[0]
+
+
+def test_default_retry_budget_spans_a_server_restart():
+    from evaluate.backends.options import JudgeOptions
+    from evaluate.backends.retry import RetryPolicy
+
+    opts = JudgeOptions()
+    policy = RetryPolicy(max_retries=opts.max_retries)
+    # full jitter: the mean pause is half of each attempt's cap; their sum must cover a ~10-30 s restart
+    mean_total = sum(min(policy.backoff_max, policy.backoff_base * 2 ** a) / 2 for a in range(opts.max_retries))
+    assert mean_total >= 30 and opts.timeout >= 120

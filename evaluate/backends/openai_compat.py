@@ -27,6 +27,7 @@ from ..core.secrets import scrub_url  # noqa: F401  (re-exported: signatures and
 log = logging.getLogger("evaluate.backends.openai")
 
 OPENAI_URL = "https://api.openai.com/v1"
+MAX_TIMEOUT_GROWTH = 8  # a timed-out attempt doubles the next one's timeout, up to 8x the configured one
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -211,17 +212,18 @@ class OpenAICompatBackend(Backend):
     def _error(self, message: str, *, retryable: bool, retry_after: float | None = None) -> BackendError:
         return BackendError(self._redact(message), retryable=retryable, retry_after=retry_after)
 
-    def _attempt(self, request: JudgeRequest) -> Completion:
+    def _attempt(self, request: JudgeRequest, timeout: float | None = None) -> Completion:
         """One HTTP call, mapped to a Completion or a BackendError that says whether to retry."""
         self._count(calls=1)
+        timeout = timeout or self.timeout
         try:
             # The raw-response interface of the client: same request, same errors and status
             # handling, but the body is read as plain JSON instead of being validated into
             # pydantic models (a third of the client's CPU per request with top-logprobs).
-            raw = self._client.chat.completions.with_raw_response.create(**self._params(request))
+            raw = self._client.chat.completions.with_raw_response.create(**self._params(request), timeout=timeout)
             resp = raw.http_response.json()
         except openai.APITimeoutError:
-            raise self._error(f"timed out after {self.timeout:g}s", retryable=True)
+            raise self._error(f"timed out after {timeout:g}s", retryable=True)
         except openai.APIConnectionError as exc:
             raise self._error(f"connection failed: {exc.__cause__ or exc}", retryable=True)
         except openai.APIStatusError as exc:
@@ -271,13 +273,21 @@ class OpenAICompatBackend(Backend):
     def complete(self, request: JudgeRequest) -> Completion:
         """One request with retries; raises the last BackendError when they are spent."""
 
+        # A slow server (a local model computing a long reply) times out again at the same limit, and
+        # it keeps computing each abandoned request: every timeout doubles the next attempt's limit.
+        limit = [self.timeout]
+
         def on_retry(n: int, exc: BackendError, pause: float) -> None:
             self._count(retries=1)
-            log.info("retry %d/%d in %.2fs: %s", n, self.policy.max_retries, pause, exc)
+            if str(exc).startswith("timed out"):
+                limit[0] = min(limit[0] * 2, self.timeout * MAX_TIMEOUT_GROWTH)
+            # shown as it happens (WARNING reaches stderr), not only when the item finally fails
+            log.warning("judge retry %d/%d in %.1fs%s: %s", n, self.policy.max_retries, pause,
+                        f" (next timeout {limit[0]:g}s)" if limit[0] != self.timeout else "", exc)
 
         self._count(requests=1)
         try:
-            return call_with_retries(lambda: self._attempt(request), self.policy, on_retry=on_retry)
+            return call_with_retries(lambda: self._attempt(request, limit[0]), self.policy, on_retry=on_retry)
         except BackendError as exc:
             self._count(failures=1)
             log.warning("request failed for good: %s", exc)

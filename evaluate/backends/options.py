@@ -18,8 +18,9 @@ class JudgeOptions:
     base_url: str | None = option(None, "server root ending in /v1, e.g. http://127.0.0.1:8000/v1 (openai backend)")
     api_key_env: str = option("OPENAI_API_KEY", "the environment variable holding the API key (never the key itself)", nonempty=True)
     concurrency: int = option(8, "requests in flight (HTTP)", min=1)
-    timeout: float = option(60.0, "seconds per HTTP attempt", gt=0)
-    max_retries: int = option(5, "retries of 429/5xx/timeouts, exponential backoff with jitter", min=0)
+    timeout: float = option(120.0, "seconds per HTTP attempt; doubled after each timeout (up to 8x)", gt=0)
+    max_retries: int = option(8, "retries of 429/5xx/timeouts/refused connections, exponential backoff with "
+                                 "jitter (the default spans ~45 s on average: a server restart)", min=0)
     temperature: float = option(0.0, "sampling temperature (0: greedy)", min=0, max=2)
     cache: bool | str = option(True, "true: <save_path>/judge_cache.sqlite; a path; false: no cache")
     mode: Literal["auto", "logprobs", "generate"] = option("auto", "logprobs (G-Eval expected score), generate (parsed reply) or auto")
