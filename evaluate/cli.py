@@ -3,7 +3,8 @@
 
 ColossalAI's flags work unchanged and override the config file. Exit codes: 0 success,
 1 a --fail-under threshold was missed, 2 bad input (config, answer or prompt files, flags),
-3 the run finished but an evaluator failed on some category (see manifest.json `errors`).
+3 the run finished but an evaluator failed on some category, or a family's share of invalid scores
+reached max_invalid_share (default: all invalid; see manifest.json `errors`).
 """
 
 from __future__ import annotations
