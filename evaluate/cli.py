@@ -3,7 +3,8 @@
 
 ColossalAI's flags work unchanged and override the config file. Exit codes: 0 success,
 1 a --fail-under threshold was missed, 2 bad input (config, answer or prompt files, flags),
-3 the run finished but an evaluator failed on some category (see manifest.json `errors`).
+3 the run finished but an evaluator failed on some category, or a family's share of invalid scores
+reached max_invalid_share (default: all invalid; see manifest.json `errors`).
 """
 
 from __future__ import annotations
@@ -14,16 +15,32 @@ from pathlib import Path
 
 from .config import RunConfig, load_config, parse_config
 from .core.errors import InputError
+from .core.secrets import secret_values
 from .families import family_names
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
+    """Exact flag names only (allow_abbrev=False: `--openai KEY` must not be read as --openai_key and
+    then written unscrubbed); an error message never echoes a key-shaped value."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # argparse's own exit code is 2 as well; keep the message short
         self.print_usage(sys.stderr)
+        for secret in secret_values(sys.argv[1:] + self._argv):
+            message = message.replace(secret, "***")
         print(f"error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_INPUT)
+
+    _argv: list[str] = []
+
+    def parse_args(self, args=None, namespace=None):  # remember argv, so error() can hide its secrets
+        self._argv = list(args or [])
+        return super().parse_args(args, namespace)
 
 
 def _families_arg(values: list[str] | None) -> list[str] | None:
@@ -211,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
             return repeval_main(argv[1:])
         args = build_parser().parse_args(argv)
         from .runner import check_fail_under, run, select_families
+        from .thresholds import parse_all
+
+        parse_all(args.fail_under)  # a malformed threshold is refused before any work, not after the run
 
         families = select_families(_families_arg(args.only), _families_arg(args.skip))
         configs = configs_from_args(args)
@@ -227,4 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:  # a file or folder the run needs: name it, no traceback (what was written stays)
+        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f) or "a file"
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -33,9 +33,10 @@ from typing import Any
 
 from .backends.options import JudgeOptions
 from .core.errors import ConfigError
-from .core.io import read_structured  # noqa: F401  (re-exported: config files are read with it)
+from .core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
 from .core.options import parse_options, short as _short, type_name as _type_name
 from .core.registry import suggest
+from .core.secrets import scrub_url
 from .families import FAMILY_REGISTRY, family_names
 from .families.metrics import check_metric_options
 
@@ -43,7 +44,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
-    "judge", "gpt_with_reference", "metric_options", "battle", "limit",
+    "judge", "gpt_with_reference", "metric_options", "battle", "limit", "max_invalid_share",
 )
 
 
@@ -85,6 +86,7 @@ class RunConfig:
     battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
     limit: int | None = None  # only the first N records of each category (a quick run); None: all
     shard: tuple[int, int] | None = None  # --shard I/N (evaluate/shard.py); not part of the config's hash
+    max_invalid_share: float = 1.0  # a family with this share of invalid scores (or more) fails the run: exit 3
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -105,12 +107,13 @@ class RunConfig:
                 "battle": str(self.battle_prompt) if self.battle_prompt else None,
                 "evaluation": str(self.evaluation_prompt) if self.evaluation_prompt else None,
             },
-            "judge": asdict(self.judge),
+            "judge": {**asdict(self.judge), "base_url": scrub_url(self.judge.base_url) if self.judge.base_url else None},
             "gpt_with_reference": self.gpt_with_reference,
             "metric_options": self.metric_options,
             **{key: self.blocks.get(key, {}) for key in top_level_keys() if key not in BASE_KEYS},
             "limit": self.limit,
             "battle": self.battle,
+            "max_invalid_share": self.max_invalid_share,
         }
 
     def family_options(self, family: str) -> Any:
@@ -265,6 +268,14 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         else:
             cfg.limit = value
 
+    value = raw.get("max_invalid_share")
+    if value is not None and chk.expect(value, (int, float), "max_invalid_share", "a number > 0 and <= 1"):
+        if not 0 < value <= 1:  # NaN fails this too
+            chk.problems.append(f"max_invalid_share: expected a number > 0 and <= 1 (the share of invalid scores "
+                                f"that fails a run), got {value!r}")
+        else:
+            cfg.max_invalid_share = float(value)
+
     value = raw.get("metric_options")
     if value is not None and chk.expect(value, dict, "metric_options", "a mapping METRIC -> {option: value}"):
         cfg.metric_options = value
@@ -282,6 +293,41 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
     if chk.problems:
         raise ConfigError(chk.problems, src)
     return cfg
+
+
+def judge_reachability(cfg: RunConfig) -> None:
+    """At plan time (after --openai_key and --gpt_model are applied): an openai judge needs a server
+    (judge.base_url or $OPENAI_BASE_URL) or, for OpenAI itself, a key; else every call would fail."""
+    import os
+
+    j = cfg.judge
+    if j.backend != "openai" or j.base_url or os.environ.get("OPENAI_BASE_URL"):
+        return
+    if not (cfg.openai_key or os.environ.get(j.api_key_env)):
+        raise ConfigError([f"judge: backend openai with no judge.base_url and no API key (environment variable "
+                           f"{j.api_key_env} is not set, no --openai_key): set judge.base_url to your server "
+                           "(e.g. http://127.0.0.1:8000/v1) or provide the key"], str(cfg.source or "config"))
+
+
+def check_model_names(names: list[str], source: str = "config") -> None:
+    """Refuse two models whose results would share a file (`m 1` and `m_1` -> results/m_1.json)
+    or a name twice: one model's scores would silently replace the other's."""
+    by_file: dict[str, str] = {}
+    problems = []
+    for name in names:
+        if not name.strip():
+            problems.append("answers: a model name is empty")
+            continue
+        f = safe_name(name)
+        if f in by_file:
+            other = by_file[f]
+            problems.append(f'answers: model names "{other}" and "{name}" ' + (
+                "are the same" if other == name else f'both map to the result file results/{f}.json') +
+                "; give the models distinct names (--model_name_list or answers[].name)")
+        else:
+            by_file[f] = name
+    if problems:
+        raise ConfigError(problems, source)
 
 
 def load_config(path: Path) -> RunConfig:

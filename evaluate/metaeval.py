@@ -40,14 +40,40 @@ from .backends.pool import JudgePool
 from .families import Context, family_names, get_family
 from .families.gpt import battle_judge
 from .core.records import Record
-from .core.io import atomic_write_json, read_jsonl as core_read_jsonl
+from .core.io import atomic_write_json, check_output_dir, read_jsonl as core_read_jsonl
+
+
+PAIR_LABELS = ("a", "b", "tie")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = [row for _, row in core_read_jsonl(path, "meta-evaluation data")]
-    if not rows:
+    """The rows of a meta-evaluation file, each checked: an object; a pairwise file's rows (the first
+    row has response_a, response_b and label) all have both responses as strings and a label a/b/tie."""
+    numbered = core_read_jsonl(path, "meta-evaluation data")
+    if not numbered:
         raise InputError(f"{path}: no rows")
+    for line, row in numbered:
+        if not isinstance(row, dict):
+            raise InputError(f"{path}: line {line}: expected a JSON object per row, got {type(row).__name__}")
+    rows = [row for _, row in numbered]
+    if _is_pairwise(rows):
+        for line, row in numbered:
+            missing = [k for k in ("response_a", "response_b", "label") if k not in row]
+            if missing:
+                raise InputError(f"{path}: line {line} (id {row.get('id', '?')}): a pairwise row needs "
+                                 f"{', '.join(missing)} (the first row is pairwise)")
+            for k in ("response_a", "response_b"):
+                if not isinstance(row[k], str):
+                    raise InputError(f"{path}: line {line} (id {row.get('id', '?')}): {k} must be a string")
+            if row["label"] not in PAIR_LABELS:
+                raise InputError(f"{path}: line {line} (id {row.get('id', '?')}): label must be one of "
+                                 f"{', '.join(PAIR_LABELS)}, got {str(row['label'])[:40]!r}")
     return rows
+
+
+def _positive(value: int | None, flag: str) -> None:
+    if value is not None and value < 1:
+        raise InputError(f"{flag}: expected a positive integer, got {value}")
 
 
 def parse_evaluator(spec: str) -> tuple[str, str]:
@@ -375,7 +401,8 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="eval.py meta-eval", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="eval.py meta-eval", description=__doc__.split("\n\n")[0],
+                                allow_abbrev=False)
     p.add_argument("--data", required=True, help="a ../shared/data/metaeval/*.jsonl file (or the same schema)")
     p.add_argument("--evaluator", required=True, nargs="+", help="e.g. ROUGE BLEU Length UniEval:summarization-fluency")
     p.add_argument("--output", help="write the full report (JSON) here")
@@ -388,11 +415,20 @@ def main(argv: list[str]) -> int:
     p.add_argument("--sample", type=int, help="a random N of the rows (after --docs/--limit), seeded by --seed")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    for value, flag in ((args.docs, "--docs"), (args.limit, "--limit"), (args.sample, "--sample")):
+        _positive(value, flag)
+    if args.output:  # checked before any scoring, not after
+        out = Path(args.output)
+        if out.is_dir():
+            raise InputError(f"--output {out}: is a folder; give a file name such as {out / 'report.json'}")
+        check_output_dir(out.parent, "--output folder")
     extra: dict[str, Any] = {}
     if args.config:
         from .config import read_structured
 
         raw = read_structured(Path(args.config))
+        if not isinstance(raw, dict):
+            raise InputError(f"{args.config}: expected a mapping at the top level")
         extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "unieval", "repeval", "sageval", "prompts")}
     report = run_metaeval(Path(args.data), args.evaluator, language=args.language, options=parse_sets(args.set),
                           docs=args.docs, limit=args.limit, extra_config=extra,

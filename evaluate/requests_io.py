@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 from .backends.base import Backend, Completion, JudgeRequest, ProgressFn
 from .backends.batch import batch_line, parse_result_line, request_body
 from .backends.cache import CachedBackend
-from .backends.pool import JudgePool, MeteredBackend
+from .backends.pool import JudgePool
 from .config import RunConfig
 from .core.errors import InputError
 

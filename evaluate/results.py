@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .core.errors import InputError
 from .core.io import atomic_write_json, atomic_write_text, safe_name, sha256_text  # noqa: F401  (re-exported)
 from .core.records import Record
 from .stats.scales import score_scale
@@ -122,8 +123,10 @@ class ModelResults:
         if path.exists():
             try:
                 old = cls.load(path)
-            except (json.JSONDecodeError, KeyError, TypeError):
-                old = None  # unreadable earlier results are replaced, not merged
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON or UTF-8 errors included
+                raise InputError(f"{path}: cannot read the earlier results of model {model!r} "
+                                 f"({type(exc).__name__}: {str(exc)[:200]}); move the file away or fix it "
+                                 "(it was not overwritten)") from None
         for rec in records:
             entry = {
                 "id": rec.id, "category": rec.category, "instruction": rec.instruction, "input": rec.input,
@@ -229,7 +232,7 @@ def load_all(save_path: Path) -> list[ModelResults]:
     for path in sorted(folder.glob("*.json")):
         try:
             out.append(ModelResults.load(path))
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return out
 

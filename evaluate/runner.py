@@ -19,12 +19,17 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
-from .config import RunConfig
+from .config import RunConfig, check_model_names, judge_reachability
 from .data import AnswerSet, load_answer_sets
 from .core.errors import ConfigError, InputError
 from .backends.pool import JudgePool
 from .families import Context, Family, family_names, get_family
 from .core.records import Record
+from .core.scores import InvalidTally
+from .core.io import check_output_dir, ensure_dir
+from .core.lock import SaveLock
+from .core.secrets import scrub_argv
+from .thresholds import parse_all
 from .results import ModelResults, atomic_write_json, load_all, write_summary_csv
 from .schedule import UnitScheduler
 
@@ -180,6 +185,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     is an HTTP server. Results are the same either way."""
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
+    check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
     if cfg.limit:
         limit_records(sets, cfg.limit)
@@ -190,6 +196,9 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     judges = JudgePool(api_key=cfg.openai_key)
     contexts: dict[str, Context] = {}
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
+    check_output_dir(cfg.save_path, "save_path", ("results", "runs", "charts", "battles"))
+    if any(w.get("judge_calls") for w in plan.work.values()):
+        judge_reachability(cfg)
     if dry_run:
         out = {"dry_run": True, "plan": plan.to_dict(), "plan_text": plan.describe()}
         if cfg.judge.backend == "openai" or cfg.judge.price:  # judge requests, tokens, cost (requests_io)
@@ -202,7 +211,8 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
     started = time.time()
     save = cfg.save_path
-    save.mkdir(parents=True, exist_ok=True)
+    ensure_dir(save, "save_path")
+    lock = SaveLock.acquire(save, run_id)  # a second run into this save_path is refused, never merged blindly
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "running", "config": cfg.to_dict(), "config_hash": cfg.hash,
         "config_file": str(cfg.source) if cfg.source else None, "argv": _scrub_argv(sys.argv),
@@ -216,6 +226,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
     for fam, ctx in contexts.items():  # the run's contexts: the judge pool, the save path, a log, a fresh memo
         contexts[fam] = family_context(cfg, fam, sets, judges=judges, save_path=save, log=log)
     scheduler = unit_scheduler(cfg, parallel)
+    tally = InvalidTally()
     try:
         if cfg.judge.batch:  # the whole run's judge requests as one batch job per round (requests_io)
             from .requests_io import prefetch_batches
@@ -256,6 +267,7 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 log(f"error: {s.name} / {cat} / {fam}: {type(exc).__name__}: {exc}")
                 _write_manifest(save, manifest)
             else:
+                tally.add(fam, out.items)
                 res.add(fam, cat, recs, out.items, with_scale(out.signatures, fam_objs[fam]), out.corpus)
                 res.save(save, run_id)
                 log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {secs:.1f}s")
@@ -277,6 +289,12 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
                                            "traceback": "".join(traceback.format_exception(exc, limit=5))})
                 log(f"error: {fam}: {type(exc).__name__}: {exc}")
+        manifest["invalid"] = {f: {"valid": v, "invalid": i} for f, (v, i) in tally.counts.items()}
+        manifest["errors"].extend(tally.failures(cfg.max_invalid_share))  # the judge-failure contract: exit 3
+        for line in tally.lines():
+            log(f"scored {line}")
+        for err in tally.failures(cfg.max_invalid_share):
+            log(f"error: {err['family']}: {err['error']}")
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
@@ -287,39 +305,42 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
             scheduler.join(min(cfg.judge.timeout, 30.0))  # in flight: paid for, let the cache keep them
         raise
     finally:
-        if scheduler is not None:
-            scheduler.shutdown()
-        manifest["usage"] = judges.usage()
-        judges.close()
-        manifest["finished"] = _iso(time.time())
-        all_results = load_all(save)
-        manifest["outputs_files"] = {
-            "results": [str(ModelResults.path_for(save, r.model)) for r in all_results],
-            "summary_csv": str(write_summary_csv(save, all_results)) if all_results else None,
-        }
-        if charts and all_results:
-            try:
-                from .charts import write_charts
+        try:
+            if scheduler is not None:
+                scheduler.shutdown()
+            manifest["usage"] = judges.usage()
+            judges.close()
+            manifest["finished"] = _iso(time.time())
+            all_results = load_all(save)
+            manifest["outputs_files"] = {
+                "results": [str(ModelResults.path_for(save, r.model)) for r in all_results],
+                "summary_csv": str(write_summary_csv(save, all_results)) if all_results else None,
+            }
+            if charts and all_results:
+                try:
+                    from .charts import write_charts
 
-                manifest["outputs_files"]["charts"] = [str(p) for p in write_charts(save, all_results)]
-            except Exception as exc:  # charts are a view; never lose results over them
-                manifest["errors"].append({"error": f"charts: {type(exc).__name__}: {exc}"})
-        if len(all_results) >= 2:  # paired comparisons of every pair of models found in results/
-            try:
-                from .comparisons import write_comparisons
+                    manifest["outputs_files"]["charts"] = [str(p) for p in write_charts(save, all_results)]
+                except Exception as exc:  # charts are a view; never lose results over them
+                    manifest["errors"].append({"error": f"charts: {type(exc).__name__}: {exc}"})
+            if len(all_results) >= 2:  # paired comparisons of every pair of models found in results/
+                try:
+                    from .comparisons import write_comparisons
 
-                manifest["outputs_files"]["comparisons"] = [str(p) for p in write_comparisons(save)]
-            except Exception as exc:
-                manifest["errors"].append({"error": f"comparisons: {type(exc).__name__}: {exc}"})
-        _write_manifest(save, manifest)
-        if all_results:  # the report reads the manifest, so it comes last
-            try:
-                from .report import write_report
-
-                manifest["outputs_files"]["report"] = str(write_report(save))
-            except Exception as exc:
-                manifest["errors"].append({"error": f"report: {type(exc).__name__}: {exc}"})
+                    manifest["outputs_files"]["comparisons"] = [str(p) for p in write_comparisons(save)]
+                except Exception as exc:
+                    manifest["errors"].append({"error": f"comparisons: {type(exc).__name__}: {exc}"})
             _write_manifest(save, manifest)
+            if all_results:  # the report reads the manifest, so it comes last
+                try:
+                    from .report import write_report
+
+                    manifest["outputs_files"]["report"] = str(write_report(save))
+                except Exception as exc:
+                    manifest["errors"].append({"error": f"report: {type(exc).__name__}: {exc}"})
+                _write_manifest(save, manifest)
+        finally:  # the save_path is free again whatever happened above
+            lock.release()
     return manifest
 
 
@@ -344,19 +365,7 @@ def _iso(t: float) -> str:
 
 
 def _scrub_argv(argv: list[str]) -> list[str]:
-    out, hide = [], False
-    for a in argv:
-        if hide:
-            out.append("***")
-            hide = False
-        elif a == "--openai_key":
-            out.append(a)
-            hide = True
-        elif a.startswith("--openai_key="):
-            out.append("--openai_key=***")
-        else:
-            out.append(a)
-    return out
+    return scrub_argv(argv)
 
 
 def _write_manifest(save: Path, manifest: dict[str, Any]) -> None:
@@ -371,15 +380,8 @@ def check_fail_under(save: Path, specs: list[str]) -> list[str]:
     """
     results = load_all(save)
     failures = []
-    for spec in specs:
-        if "=" not in spec:
-            raise InputError(f'--fail-under "{spec}": expected [CATEGORY:]METRIC=VALUE, e.g. BLEU-4=0.2')
-        lhs, _, value = spec.rpartition("=")
-        try:
-            threshold = float(value)
-        except ValueError:
-            raise InputError(f'--fail-under "{spec}": "{value}" is not a number') from None
-        cat, _, metric = lhs.rpartition(":") if ":" in lhs else ("", "", lhs)
+    for t in parse_all(specs):
+        spec, cat, metric, threshold = t.spec, t.category, t.metric, t.value
         matched = False
         for res in results:
             aggs = res.aggregates()

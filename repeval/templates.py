@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from evaluate.core.errors import InputError
+from evaluate.core.io import read_structured
 from evaluate.core.registry import suggest
 from evaluate.core.templates import fill, placeholders
 
@@ -14,7 +14,9 @@ PLACEHOLDERS = {"hyp", "src", "question", "a", "b"}
 
 
 def load_templates(path: Path = TEMPLATES_FILE) -> dict[str, str]:
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = read_structured(Path(path), "templates")
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a mapping name -> template string")
     return {k: v for k, v in data.items() if not k.startswith("_")}
 
 

@@ -8,13 +8,13 @@ checks those names before any model is loaded, with did-you-mean suggestions.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from evaluate.core.errors import InputError
+from evaluate.core.io import read_structured
 from evaluate.core.registry import suggest
 
 ASPECTS_FILE = Path(__file__).with_name("aspects.json")
@@ -86,10 +86,7 @@ def _aspect_from_dict(key: str, d: Any, where: str) -> Aspect:
 def load_aspects(path: str | Path | None = None, language: str = "en") -> dict[str, Aspect]:
     """All aspects of `language` in the file (default: the packaged `aspects.json`), by id."""
     path = Path(path) if path else ASPECTS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the aspects file: {exc}") from exc
+    data = read_structured(path, "aspects")
     if not isinstance(data, dict) or not isinstance(data.get(language), dict):
         langs = [k for k, v in data.items() if isinstance(v, dict)] if isinstance(data, dict) else []
         raise InputError(f"{path}: no aspects for language {language!r} (found: {langs})")

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 
 from evaluate.backends.base import JudgeRequest
 from evaluate.core.errors import InputError
+from evaluate.core.io import read_structured
 from evaluate.core.records import Record
 from evaluate.core.templates import fill, placeholders
 
@@ -78,10 +79,7 @@ class Prompts:
 
 def load_prompts(path: str | Path | None = None, language: str = "en") -> Prompts:
     path = Path(path) if path else PROMPTS_FILE
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the prompts file: {exc}") from exc
+    data = read_structured(path, "prompts")
     if not isinstance(data, dict) or not isinstance(data.get(language), dict):
         raise InputError(f"{path}: no prompts for language {language!r}")
     lang = data[language]

@@ -88,7 +88,10 @@ def test_unparseable_replies_are_invalid_not_scores(tmp_path, fake_openai, monke
     cfg = config(tmp_path, fake_openai, categories={"closed_qa": {"GPT": ["relevance"]}}, battle=False,
                  judge={"backend": "openai", "model": "fake-judge", "base_url": fake_openai.url,
                         "api_key_env": "GPT_KEY", "mode": "generate", "max_retries": 1})
-    assert main(["--config", str(cfg)]) == 0
+    assert main(["--config", str(cfg)]) == 3  # every score invalid: the run failed, not "ok"
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["status"] == "finished with errors" and manifest["invalid"]["GPT"] == {"valid": 0, "invalid": 4}
+    assert "4 of 4 scores invalid" in manifest["errors"][0]["error"]
     ra = json.loads((tmp_path / "out" / "results" / "model_a.json").read_text())
     agg = ra["aggregates"]["by_category"]["closed_qa"]["GPT/relevance"]
     assert agg["mean"] is None and agg["n"] == 0 and agg["invalid"] == 2
@@ -101,7 +104,7 @@ def test_server_errors_give_invalid_items_and_are_not_cached(tmp_path, fake_open
     monkeypatch.setenv("GPT_KEY", KEY)
     fake_openai.reply_fn = lambda rec: Reply.server_error(500)
     cfg = config(tmp_path, fake_openai, categories={"classification": {"GPT": ["correctness"]}}, battle=False)
-    assert main(["--config", str(cfg)]) == 0
+    assert main(["--config", str(cfg)]) == 3  # every call failed: exit 3, never a silent success
     ra = json.loads((tmp_path / "out" / "results" / "model_a.json").read_text())
     assert ra["aggregates"]["by_category"]["classification"]["GPT/correctness"]["invalid"] == 3
     fake_openai.reply_fn = judge

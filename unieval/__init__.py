@@ -15,12 +15,12 @@ from .sentences import split_sentences
 
 __all__ = [
     "ALL_NAMES", "CHECKPOINTS", "DIMENSIONS", "Dimension", "UniEvaluator", "boolean_prob", "build_inputs",
-    "check_checkpoint", "combine", "get_dimension", "parse_name", "split_sentences",
+    "check_checkpoint", "combine", "download_hint", "get_dimension", "parse_name", "split_sentences",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("UniEvaluator", "check_checkpoint"):
+    if name in ("UniEvaluator", "check_checkpoint", "download_hint"):
         from . import model
 
         return getattr(model, name)

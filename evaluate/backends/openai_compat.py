@@ -15,7 +15,7 @@ import os
 import threading
 import time
 from typing import Any, Mapping, Sequence
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import openai
 
@@ -23,24 +23,12 @@ from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .endpoints import Endpoint, EndpointSet, RequestPool
 from .retry import ResultFn, RetryPolicy, call_with_retries, progress_bar
 from ..core.errors import InputError
+from ..core.secrets import scrub_url  # noqa: F401  (re-exported: signatures and reprs show the scrubbed URL)
 
 log = logging.getLogger("evaluate.backends.openai")
 
 OPENAI_URL = "https://api.openai.com/v1"
-# Query parameters that may carry a credential (e.g. `?key=` on some proxies); dropped from signatures.
-_SECRET_QUERY = ("key", "token", "secret", "sig", "password", "auth")
-
-
-def scrub_url(url: str) -> str:
-    """The URL without user:password@ and without query parameters that look like credentials."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:  # IPv6 literal
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-             if not any(s in k.lower() for s in _SECRET_QUERY)]
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), urlencode(query), ""))
+MAX_TIMEOUT_GROWTH = 8  # a timed-out attempt doubles the next one's timeout, up to 8x the configured one
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -262,7 +250,7 @@ class OpenAICompatBackend(Backend):
         exc.endpoint_fault = fault  # type: ignore[attr-defined]
         return exc
 
-    def _attempt(self, request: JudgeRequest, tries: "_Tries") -> Completion:
+    def _attempt(self, request: JudgeRequest, tries: "_Tries", timeout: float | None = None) -> Completion:
         """One HTTP call on the least-loaded endpoint (preferring one this request has not failed on),
         mapped to a Completion or a BackendError that says whether to retry."""
         avoid = tries.avoid
@@ -270,7 +258,7 @@ class OpenAICompatBackend(Backend):
         tries.faulted = False
         outcome = "neutral"
         try:
-            comp = self._call(ep.client, request)
+            comp = self._call(ep.client, request, timeout)
             outcome = "ok"
             return comp
         except BackendError as exc:
@@ -282,16 +270,18 @@ class OpenAICompatBackend(Backend):
         finally:
             self._endpoints.release(ep, outcome)
 
-    def _call(self, client: openai.OpenAI, request: JudgeRequest) -> Completion:
+    def _call(self, client: openai.OpenAI, request: JudgeRequest, timeout: float | None = None) -> Completion:
         self._count(calls=1)
+        timeout = timeout or self.timeout
         try:
             # The raw-response interface of the client: same request, same errors and status
             # handling, but the body is read as plain JSON instead of being validated into
             # pydantic models (a third of the client's CPU per request with top-logprobs).
-            raw = client.chat.completions.with_raw_response.create(**self._params(request))
+            timeout = timeout or self.timeout
+            raw = client.chat.completions.with_raw_response.create(**self._params(request), timeout=timeout)
             resp = raw.http_response.json()
         except openai.APITimeoutError:
-            raise self._error(f"timed out after {self.timeout:g}s", retryable=True, fault=True)
+            raise self._error(f"timed out after {timeout:g}s", retryable=True, fault=True)
         except openai.APIConnectionError as exc:
             raise self._error(f"connection failed: {exc.__cause__ or exc}", retryable=True, fault=True)
         except openai.APIStatusError as exc:
@@ -342,9 +332,17 @@ class OpenAICompatBackend(Backend):
     def complete(self, request: JudgeRequest) -> Completion:
         """One request with retries; raises the last BackendError when they are spent."""
 
+        # A slow server (a local model computing a long reply) times out again at the same limit, and
+        # it keeps computing each abandoned request: every timeout doubles the next attempt's limit.
+        limit = [self.timeout]
+
         def on_retry(n: int, exc: BackendError, pause: float) -> None:
             self._count(retries=1)
-            log.info("retry %d/%d in %.2fs: %s", n, self.policy.max_retries, pause, exc)
+            if str(exc).startswith("timed out"):
+                limit[0] = min(limit[0] * 2, self.timeout * MAX_TIMEOUT_GROWTH)
+            # shown as it happens (WARNING reaches stderr), not only when the item finally fails
+            log.warning("judge retry %d/%d in %.1fs%s: %s", n, self.policy.max_retries, pause,
+                        f" (next timeout {limit[0]:g}s)" if limit[0] != self.timeout else "", exc)
 
         tries = _Tries()
 
@@ -356,7 +354,8 @@ class OpenAICompatBackend(Backend):
 
         self._count(requests=1)
         try:
-            return call_with_retries(lambda: self._attempt(request, tries), self.policy, on_retry=on_retry, sleep=sleep)
+            return call_with_retries(lambda: self._attempt(request, tries, limit[0]), self.policy, on_retry=on_retry,
+                                     sleep=sleep)
         except BackendError as exc:
             self._count(failures=1)
             log.warning("request failed for good: %s", exc)

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from ..core.options import option
+from ..core.secrets import looks_like_key
 
-# what an API key looks like when pasted where the *name* of a variable belongs
-_KEY_SHAPED = re.compile(r"^(sk-|sk_|gsk_|hf_|xai-|AIza)|^[A-Za-z0-9_\-]{32,}$")
 
 
 @dataclass
@@ -23,8 +21,9 @@ class JudgeOptions:
     endpoint_cooldown: float = option(30.0, "several endpoints: seconds one is set aside (doubling while it keeps failing)", gt=0)
     api_key_env: str = option("OPENAI_API_KEY", "the environment variable holding the API key (never the key itself)", nonempty=True)
     concurrency: int = option(8, "requests in flight (HTTP), for the whole run; per endpoint with several", min=1)
-    timeout: float = option(60.0, "seconds per HTTP attempt", gt=0)
-    max_retries: int = option(5, "retries of 429/5xx/timeouts, exponential backoff with jitter", min=0)
+    timeout: float = option(120.0, "seconds per HTTP attempt; doubled after each timeout (up to 8x)", gt=0)
+    max_retries: int = option(8, "retries of 429/5xx/timeouts/refused connections, exponential backoff with "
+                                 "jitter (the default spans ~45 s on average: a server restart)", min=0)
     temperature: float = option(0.0, "sampling temperature (0: greedy)", min=0, max=2)
     cache: bool | str = option(True, "true: <save_path>/judge_cache.sqlite; a path; false: no cache")
     mode: Literal["auto", "logprobs", "generate"] = option("auto", "logprobs (G-Eval expected score), generate (parsed reply) or auto")
@@ -90,7 +89,7 @@ class JudgeOptions:
         if self.batch and self.cache is False:
             out.append(("batch", "batch jobs are recorded in the judge cache so that a killed run resumes them; "
                                  "keep judge.cache on"))
-        if _KEY_SHAPED.search(self.api_key_env) and not re.fullmatch(r"[A-Z][A-Z0-9_]*", self.api_key_env):
+        if looks_like_key(self.api_key_env):
             out.append(("api_key_env", "this looks like an API key, not the name of an environment variable; put the "
                                        "key in a variable (e.g. export OPENAI_API_KEY=...) and name the variable here "
                                        "(the value is not shown)"))

@@ -69,20 +69,156 @@ def parse_jsonl(text: str, path: Path, hint: str = "") -> list[tuple[int, Any]]:
 
 
 def read_structured(path: Path, what: str = "config") -> Any:
-    """Parse a JSON or YAML file (by extension; .yaml/.yml are YAML, everything else JSON)."""
+    """Parse a JSON or YAML file (by extension; .yaml/.yml are YAML, everything else JSON).
+
+    Refused with the key path and both line numbers: a key written twice in one mapping (JSON and
+    YAML would silently keep the last). Refused: YAML whose aliases expand past MAX_YAML_NODES nodes
+    (an "alias bomb": a few hundred bytes that expand to billions of values)."""
     path = Path(path)
     text = read_text(path, what)
     if path.suffix.lower() in (".yaml", ".yml"):
-        import yaml
+        return _load_yaml(text, path)
+    return _load_json(text, path)
 
-        try:
-            return yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise InputError(f"{path}: not valid YAML: {exc}") from None
+
+MAX_YAML_NODES = 200_000
+
+
+def _dup_message(path: Path, where: str, key: Any, first: int, second: int) -> str:
+    return (f"{path}: {where}: key {json.dumps(str(key), ensure_ascii=False)} is given twice (line {first} and "
+            f"line {second}); keep one")
+
+
+def _key_path(parts: list[str]) -> str:
+    return ".".join(parts) if parts else "(top level)"
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    import yaml
+
     try:
-        return json.loads(text)
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        if root is None:
+            return None
+        budget = [MAX_YAML_NODES]
+
+        def walk(node: Any, where: list[str]) -> None:
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise InputError(f"{path}: the YAML expands to more than {MAX_YAML_NODES} values through its aliases "
+                                 f"(&anchor / *alias), e.g. at {_key_path(where)}; refused (an alias bomb?)")
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[Any, int] = {}
+                for k, v in node.value:
+                    key = k.value if isinstance(k, yaml.ScalarNode) else None
+                    if key is not None and key != "<<":
+                        line = k.start_mark.line + 1
+                        if key in seen:
+                            raise InputError(_dup_message(path, _key_path(where), key, seen[key], line))
+                        seen[key] = line
+                    walk(v, where + [str(key)])
+            elif isinstance(node, yaml.SequenceNode):
+                for i, v in enumerate(node.value):
+                    walk(v, where[:-1] + [f"{where[-1]}[{i}]"] if where else [f"[{i}]"])
+
+        walk(root, [])
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise InputError(f"{path}: not valid YAML: {str(exc)[:500]}") from None
+    except RecursionError:
+        raise InputError(f"{path}: the YAML is nested too deeply") from None
+
+
+def _load_json(text: str, path: Path) -> Any:
+    """json.loads that refuses duplicate keys, naming the key path and both lines."""
+    spans: list[tuple[int, int]] = []  # every object's (start, end) offsets, children first
+
+    def line_of(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
+    class _Decoder(json.JSONDecoder):
+        def __init__(self) -> None:
+            super().__init__()
+            original = json.decoder.JSONObject
+
+            def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None,
+                             _w=json.decoder.WHITESPACE.match):
+                start = s_and_end[1] - 1
+                pairs, end = original(s_and_end, strict, scan_once, object_hook, lambda kv: kv, memo, _w)
+                keys = [k for k, _ in pairs]
+                if len(set(keys)) != len(keys):
+                    dup = next(k for i, k in enumerate(keys) if k in keys[:i])
+                    lines = _key_lines(dup, start, end)
+                    raise _Duplicate(dup, start, lines)
+                spans.append((start, end))
+                return dict(pairs), end
+
+            self.parse_object = parse_object
+            self.scan_once = json.scanner.py_make_scanner(self)
+
+    def _key_lines(key: str, start: int, end: int) -> list[int]:
+        inner = [(a, b) for a, b in spans if start < a and b <= end]
+        pat = re.compile(re.escape(json.dumps(key)) + r"\s*:")
+        return [line_of(m.start()) for m in pat.finditer(text, start, end)
+                if not any(a <= m.start() < b for a, b in inner)]
+
+    try:
+        return _Decoder().decode(text)
+    except _Duplicate as dup:
+        where = _json_path(text, dup.start)
+        lines = dup.lines + [0, 0]
+        raise InputError(_dup_message(path, where, dup.key, lines[0], lines[1])) from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise InputError(f"{path}: the JSON is nested too deeply") from None
+
+
+class _Duplicate(Exception):
+    def __init__(self, key: str, start: int, lines: list[int]):
+        super().__init__(key)
+        self.key, self.start, self.lines = key, start, lines
+
+
+def _json_path(text: str, pos: int) -> str:
+    """The key path of the JSON object that starts at `pos` (keys and list indexes above it)."""
+    parts: list[Any] = []  # stack of [kind, key-or-index]
+    i, key, in_str, esc, buf = 0, None, False, False, []
+    while i < pos:
+        c = text[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+                key = "".join(buf)
+            else:
+                buf.append(c)
+        elif c == '"':
+            in_str, buf = True, []
+        elif c == "{":
+            parts.append(["obj", None])
+        elif c == "[":
+            parts.append(["arr", 0])
+        elif c in "}]":
+            parts.pop()
+        elif c == "," and parts and parts[-1][0] == "arr":
+            parts[-1][1] += 1
+        elif c == ":" and parts and parts[-1][0] == "obj":
+            parts[-1][1] = key
+        i += 1
+    names: list[str] = []
+    for kind, k in parts:
+        if kind == "obj":
+            if k is not None:
+                names.append(str(k))
+        elif names:
+            names[-1] += f"[{k}]"
+        else:
+            names.append(f"[{k}]")
+    return _key_path(names)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -140,3 +276,41 @@ def safe_name(name: str) -> str:
     """A model name as a file name (keeps letters, digits, '.', '_', '-')."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
     return cleaned or "model"
+
+
+def check_output_dir(path: Path, what: str = "save_path", subdirs: tuple[str, ...] = ()) -> None:
+    """Refuse, before any work, a folder that cannot be created or written: the path or a parent is a
+    file, a symlink loop, no write permission, or one of `subdirs` (e.g. "results") exists as a file.
+    Creates nothing."""
+    path = Path(path)
+    try:
+        probe = path
+        while not probe.exists() and not probe.is_symlink():
+            if probe.parent == probe:
+                break
+            probe = probe.parent
+        if probe.is_symlink() and not probe.exists():
+            path.resolve(strict=True)  # a dangling link or a loop: raises
+        if not probe.is_dir():
+            raise InputError(f"{what} {path}: {probe} is a file, not a folder; choose another {what}")
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise InputError(f"{what} {path}: no permission to write in {probe}")
+        for sub in subdirs:
+            p = path / sub
+            if p.exists() and not p.is_dir():
+                raise InputError(f"{what} {path}: {p} is a file, but the results need a folder there; "
+                                 "move it away")
+    except RuntimeError as exc:  # symlink loop (Python < 3.13)
+        raise InputError(f"{what} {path}: cannot be used ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be used ({exc.strerror or exc})") from None
+
+
+def ensure_dir(path: Path, what: str = "save_path") -> None:
+    """mkdir -p, with an InputError naming the folder instead of a raw OSError."""
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError(f"{what} {path}: exists as a file, not a folder") from None
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot create the folder ({exc.strerror or exc})") from None

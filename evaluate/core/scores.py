@@ -32,3 +32,41 @@ class ItemScores:
         self.scores.update(other.scores)
         self.invalid.update(other.invalid)
         self.details.update(other.details)
+
+
+@dataclass
+class InvalidTally:
+    """Valid and invalid scores per family over one run, and the reasons seen most: the judge-failure
+    contract (a family whose invalid share reaches `threshold` fails the run) and the closing summary."""
+
+    counts: dict[str, list[int]] = field(default_factory=dict)  # family -> [valid, invalid]
+    reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # family -> reason -> count
+
+    def add(self, family: str, items: list[ItemScores]) -> None:
+        c = self.counts.setdefault(family, [0, 0])
+        r = self.reasons.setdefault(family, {})
+        for item in items:
+            c[0] += len(item.scores)
+            c[1] += len(item.invalid)
+            for inv in item.invalid.values():
+                reason = inv.reason[:160]
+                r[reason] = r.get(reason, 0) + 1
+
+    def share(self, family: str) -> float:
+        valid, invalid = self.counts.get(family, (0, 0))
+        return invalid / (valid + invalid) if valid + invalid else 0.0
+
+    def failures(self, threshold: float) -> list[dict[str, Any]]:
+        """One manifest error per family whose invalid share is >= threshold (0 < threshold <= 1)."""
+        out = []
+        for fam, (valid, invalid) in self.counts.items():
+            if invalid and self.share(fam) >= threshold:
+                top = max(self.reasons.get(fam, {}).items(), key=lambda kv: kv[1], default=("", 0))[0]
+                out.append({"family": fam, "error": f"{invalid} of {valid + invalid} scores invalid "
+                            f"({self.share(fam):.0%} >= max_invalid_share {threshold:g}); most common reason: {top}",
+                            "invalid": invalid, "valid": valid})
+        return out
+
+    def lines(self) -> list[str]:
+        return [f"{fam}: {valid} scores, {invalid} invalid ({self.share(fam):.0%})"
+                for fam, (valid, invalid) in self.counts.items()]

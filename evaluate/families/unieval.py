@@ -68,7 +68,7 @@ class UniEvalFamily(Family):
                 path = ctx.cfg.path_for_unieval.get(task)
                 if path is None:
                     problems.append(f"{where}[{i}]: \"{name}\" needs path_for_UniEval.{task}; "
-                                    f"{unieval.model.download_hint(task)} (or set unieval.evaluator: judge)")
+                                    f"{unieval.download_hint(task)} (or set unieval.evaluator: judge)")
                     continue
                 try:
                     unieval.check_checkpoint(_resolve(ctx.cfg, path), task)

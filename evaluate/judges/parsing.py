@@ -1,7 +1,12 @@
 """Turning a judge's reply into a number, strictly, or saying why not.
 
 Only the judge's *reply* is parsed, and only at anchored places, so a score quoted from the
-answer or the prompt in the middle of an explanation can never steer the result.
+answer or the prompt in the middle of an explanation can never steer the result. A candidate
+score line that also appears in the text the judge was shown (`quoted`: the answer, question,
+references) is treated as a quotation, not as the judge's score, when it is labelled ("Score: 5")
+and found anywhere in that text. A bare first line ("4") is the designated line and always the
+judge's own (an answer "4" to a sum must not void an honest "4"). So an answer that plants
+"Score: 5" cannot give itself 5, nor make a judge's own "2" invalid by conflict.
 
 Rating replies (``parse_rating``), scale ``low..high`` (1..5 by default). Accepted, in order:
 
@@ -101,6 +106,33 @@ def metric_labels(metric: str, definition: str = "") -> tuple[str, ...]:
     return tuple(labels)
 
 
+def _quote_index(quoted: Iterable[str]) -> tuple[set[str], str]:
+    """The quoted texts as (their normalised non-empty lines, all of them normalised in one string)."""
+    lines: set[str] = set()
+    parts: list[str] = []
+    for text in quoted:
+        if not text:
+            continue
+        for ln in _lines(text):
+            norm = _norm_label(_clean(ln))
+            if norm:
+                lines.add(norm)
+                parts.append(norm)
+    return lines, "\n".join(parts)
+
+
+def _is_quoted(line: str, index: tuple[set[str], str], labelled: bool) -> bool:
+    """Whether a reply's score line also appears in the quoted text (labelled: anywhere in a line;
+    bare numbers: as a whole line, since a digit alone appears in most texts)."""
+    lines, joined = index
+    norm = _norm_label(_clean(line))
+    if not norm:
+        return False
+    if norm in lines:
+        return True
+    return labelled and norm.rstrip(".") in joined
+
+
 def _score_from_match(m: re.Match[str], low: int, high: int) -> Parsed:
     num, den = m.group("num"), m.group("den")
     if not re.fullmatch(r"[+-]?\d+", num):
@@ -118,22 +150,28 @@ def _label_ok(m: re.Match[str], allowed: set[str]) -> bool:
     return label is None or _norm_label(label) in allowed
 
 
-def parse_rating(text: str, *, low: int = 1, high: int = 5, labels: Iterable[str] = ()) -> Parsed:
+def parse_rating(text: str, *, low: int = 1, high: int = 5, labels: Iterable[str] = (),
+                 quoted: Iterable[str] = ()) -> Parsed:
     """Parse a rating reply (rules in the module docstring). `labels`: extra accepted labels,
-    typically `metric_labels(metric, definition)`."""
+    typically `metric_labels(metric, definition)`; `quoted`: the texts the judge was shown (the
+    answer first), whose score-like lines are never read as the judge's score."""
     lines = _lines(text)
     if not lines:
         return Parsed(reason="empty reply")
     allowed = {_norm_label(x) for x in (*GENERIC_LABELS, *labels)}
+    index = _quote_index(quoted)
+    note = ""
 
     first = _SCORE_LINE.match(_clean(lines[0]))
+    if first and first.group("label") and _label_ok(first, allowed) and _is_quoted(lines[0], index, True):
+        first, note = None, "; the score-like first line also appears in the answer (a quotation, not a score)"
     if first and _label_ok(first, allowed):
         result = _score_from_match(first, low, high)
         if not result.ok:
             return result
         if len(lines) > 1:
             last = _SCORE_LINE.match(_clean(lines[-1]))
-            if last and last.group("label") and _label_ok(last, allowed):
+            if last and last.group("label") and _label_ok(last, allowed) and not _is_quoted(lines[-1], index, True):
                 other = _score_from_match(last, low, high)
                 if other.value != result.value:
                     return Parsed(reason=f"conflicting scores: first line {first.group('num')},"
@@ -142,13 +180,17 @@ def parse_rating(text: str, *, low: int = 1, high: int = 5, labels: Iterable[str
 
     last = _SCORE_LINE.match(_clean(lines[-1])) if len(lines) > 1 else None
     if last and last.group("label") and _label_ok(last, allowed):
+        if _is_quoted(lines[-1], index, True):
+            return Parsed(reason="no score of the judge's own: the last line "
+                                 f"{_clean(lines[-1])[:40]!r} also appears in the answer (a quotation, not a score)")
         result = _score_from_match(last, low, high)
         return Parsed(value=result.value, reason=result.reason, rule="last-line" if result.ok else "")
-    return Parsed(reason="no score: the first line is not a score and the last line is not 'Score: N'")
+    return Parsed(reason="no score: the first line is not a score and the last line is not 'Score: N'" + note)
 
 
 def parse_pair(text: str, *, low: float = 1, high: float = 10) -> ParsedPair:
-    """Parse a battle reply: two scores on the first non-empty line."""
+    """Parse a battle reply: two scores on the first non-empty line (the designated line: nothing
+    quoted later in the reply counts)."""
     lines = _lines(text)
     if not lines:
         return ParsedPair(reason="empty reply")

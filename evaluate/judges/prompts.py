@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import InputError
+from ..core.io import read_structured
 from ..core.templates import fill, placeholders  # noqa: F401  (re-exported)
 
 log = logging.getLogger(__name__)
@@ -55,14 +56,9 @@ def _sha256(data: bytes) -> str:
 
 
 def _read_json(path: Path) -> tuple[Any, str]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read prompt file ({exc.strerror or exc})") from exc
-    try:
-        return json.loads(data.decode("utf-8")), _sha256(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a valid UTF-8 JSON file ({exc})") from exc
+    """The prompt file's JSON (UTF-8, a BOM accepted, duplicate keys refused) and the sha256 of its bytes."""
+    data = read_structured(path, "prompt")
+    return data, _sha256(Path(path).read_bytes())
 
 
 def _keypath(*keys: str) -> str:

@@ -188,11 +188,11 @@ class RatingJudge:
         completions = complete_all(self.backend, [job[3] for job in jobs], progress)
         out = [ItemScores() for _ in records]
         for (i, metric, entry, request), comp in zip(jobs, completions):
-            self._score(out[i], metric, entry, request, comp)
+            self._score(out[i], metric, entry, request, comp, _shown(records[i]))
         return out
 
     def _score(self, item: ItemScores, metric: str, entry: PromptEntry, request: JudgeRequest,
-               comp: Completion) -> None:
+               comp: Completion, shown: Sequence[str] = ()) -> None:
         details: dict[str, Any] = {"mode": self.mode, "request": request.key(), "prompt_category": entry.category,
                                    "cached": comp.cached}
         if entry.fallback:
@@ -216,12 +216,17 @@ class RatingJudge:
             return
         details["raw"] = comp.text
         labels = metric_labels(metric, entry.metrics.get(metric, ""))
-        parsed = parse_rating(comp.text, low=SCALE[0], high=SCALE[1], labels=labels)
+        parsed = parse_rating(comp.text, low=SCALE[0], high=SCALE[1], labels=labels, quoted=shown)
         if parsed.ok:
             item.scores[metric] = parsed.value
             details["parsed_by"] = parsed.rule
         else:
             item.invalid[metric] = Invalid(reason=parsed.reason, raw=comp.text)
+
+
+def _shown(record: Record) -> tuple[str, ...]:
+    """The texts a rating prompt shows the judge: a score line found in them is a quotation."""
+    return (record.output, record.instruction, record.input, *record.targets)
 
 
 def rate(backend: Backend, prompts: EvaluationPrompts, records: Sequence[Record],
