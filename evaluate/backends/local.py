@@ -25,7 +25,7 @@ import logging
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..core.errors import InputError
 from .weights import ModelInfo, common_prefix, load_causal_lm, resolve_dtype, resolve_model
@@ -337,8 +337,22 @@ class LocalBackend(Backend):
         greedy one-token requests (G-Eval ratings, UniEval questions) `batch_size` to a forward pass:
         what pays on a GPU. Loads the model first, so a missing model raises InputError once instead
         of turning every request into an invalid one."""
-        self.load()
         out: list[Completion | None] = [None] * len(requests)
+
+        def done(i: int, comp: Completion) -> None:
+            out[i] = comp
+            if progress:
+                progress(comp)
+
+        self.complete_many_indexed(requests, done)
+        return [c for c in out if c is not None]
+
+    def complete_many_indexed(self, requests: Sequence[JudgeRequest],
+                              on_result: Callable[[int, Completion], None]) -> None:
+        """`on_result(i, completion)` as each judgment is made, so the cache in front stores it at
+        once (a run killed mid-way loses at most the judgment in progress)."""
+        self.load()
+        answered = [False] * len(requests)
         batchable = [i for i, r in enumerate(requests)
                      if self.batch_size > 1 and r.max_tokens == 1 and r.temperature == 0 and not r.stop]
         for start in range(0, len(batchable), self.batch_size):
@@ -346,21 +360,19 @@ class LocalBackend(Backend):
             try:
                 comps = self._complete_batch([requests[i] for i in chunk])
             except Exception as exc:  # noqa: BLE001 - a failing batch: each request is tried alone below
-                comps = [None] * len(chunk)
                 log.warning("local batch of %d failed (%s); judging them one at a time", len(chunk), exc)
+                continue
             for i, comp in zip(chunk, comps):
-                out[i] = comp
-                if progress and comp is not None:
-                    progress(comp)
+                answered[i] = True
+                on_result(i, comp)
         for i, req in enumerate(requests):
-            if out[i] is None:
-                try:
-                    out[i] = self.complete(req)
-                except Exception as exc:  # noqa: BLE001 - never raise past this point
-                    out[i] = Completion(error=str(exc) or type(exc).__name__)
-                if progress:
-                    progress(out[i])
-        return [c for c in out if c is not None]
+            if answered[i]:
+                continue
+            try:
+                comp = self.complete(req)
+            except Exception as exc:  # noqa: BLE001 - never raise past this point
+                comp = Completion(error=str(exc) or type(exc).__name__)
+            on_result(i, comp)
 
     def _complete_batch(self, requests: Sequence[JudgeRequest]) -> list[Completion]:
         """Greedy one-token completions of several prompts in one left-padded forward pass.

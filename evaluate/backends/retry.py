@@ -155,15 +155,23 @@ def run_ordered(
 
 
 class Progress:
-    """A tqdm bar on stderr counting ok / failed / cached items.
+    """Progress of judge requests on stderr, counting ok / failed / cached items.
 
-    Disabled when stderr is not a terminal (logs and CI stay clean) or EVAL_NO_PROGRESS=1.
+    A tqdm bar on a terminal; in a log that is not a terminal (CI, `nohup`), a plain line every
+    `EVAL_PROGRESS_SECONDS` (default 30) seconds and a last one when a call that took that long
+    ends, so a slow local judge is never silent for minutes. EVAL_NO_PROGRESS=1 turns both off.
     """
 
     def __init__(self, total: int, desc: str = "judging"):
-        disable = os.environ.get("EVAL_NO_PROGRESS") == "1" or not sys.stderr.isatty()
+        off = os.environ.get("EVAL_NO_PROGRESS") == "1"
+        tty = sys.stderr.isatty()
+        self.total, self.desc = total, desc
         self.ok = self.failed = self.cached = 0
-        self._bar = tqdm(total=total, desc=desc, file=sys.stderr, disable=disable, unit="req", dynamic_ncols=True)
+        self._plain = not off and not tty
+        self._every = float(os.environ.get("EVAL_PROGRESS_SECONDS") or 30)
+        self._start = self._last = time.monotonic()
+        self._printed = 0
+        self._bar = tqdm(total=total, desc=desc, file=sys.stderr, disable=off or not tty, unit="req", dynamic_ncols=True)
 
     def add(self, comp: Completion) -> None:
         if comp.cached:
@@ -174,8 +182,19 @@ class Progress:
             self.failed += 1
         self._bar.set_postfix(ok=self.ok, failed=self.failed, cached=self.cached, refresh=False)
         self._bar.update(1)
+        if self._plain and time.monotonic() - self._last >= self._every:
+            self._line()
+
+    def _line(self) -> None:
+        self._last = time.monotonic()
+        done = self._printed = self.ok + self.failed + self.cached
+        print(f"{self.desc}: {done}/{self.total} (ok {self.ok}, failed {self.failed}, cached {self.cached}) "
+              f"after {self._last - self._start:.0f}s", file=sys.stderr, flush=True)
 
     def close(self) -> None:
+        done = self.ok + self.failed + self.cached
+        if self._plain and self._last > self._start and done != self._printed:  # a last line, if not said
+            self._line()
         self._bar.close()
 
 

@@ -240,6 +240,9 @@ def resolve_packaged(pm: PackagedModel) -> ResolvedModel:
     paths = [(f, _package_file_path(f)) for f in pm.files]
     missing = [f for f, p in paths if p is None]
     if missing:
+        converted = _verified_conversion(pm)
+        if converted is not None:  # the packages were removed after a verified conversion: use that copy
+            return ResolvedModel(name=pm.name, kind="gguf", path=converted, sha256=pm.sha256)
         raise InputError(
             f'model "{pm.name}": {len(missing)} of its {len(pm.files)} package(s) not installed '
             f"({', '.join(f.pip_name for f in missing[:3])}{', ...' if len(missing) > 3 else ''}); "
@@ -251,6 +254,16 @@ def resolve_packaged(pm: PackagedModel) -> ResolvedModel:
     else:
         gguf = _assemble(pm, [p for _, p in paths])
     return ResolvedModel(name=pm.name, kind="gguf", path=gguf, sha256=pm.sha256)
+
+
+def _verified_conversion(pm: PackagedModel) -> Path | None:
+    """The converted copy of `pm` in the cache, if one was made from a file whose sha256 matched."""
+    folder = cache_dir() / "hf" / f"{pm.sha256[:16]}-{CONVERTED_DTYPE}"
+    try:
+        marker = json.loads((folder / "eval_source.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return folder if marker.get("source_sha256") == pm.sha256 else None
 
 
 def _assemble(pm: PackagedModel, parts: list[Path]) -> Path:
