@@ -39,7 +39,13 @@ def run_cli(cfg, *extra):
 
 
 def test_second_run_into_a_busy_save_path_is_refused_and_nothing_is_lost(tmp_path, fake_openai):
-    fake_openai.reply_fn = lambda rec: Reply(content="4", latency=0.5)
+    release = threading.Event()  # the first run's judge answers only once the second run is over
+
+    def held(rec):
+        release.wait(90)
+        return Reply(content="4")
+
+    fake_openai.reply_fn = held
     cfg = config(tmp_path, fake_openai.url)
     codes = []
     first = threading.Thread(target=lambda: codes.append(main(["--config", str(cfg), "--only", "GPT", "--no-charts"])))
@@ -50,7 +56,10 @@ def test_second_run_into_a_busy_save_path_is_refused_and_nothing_is_lost(tmp_pat
             break
         time.sleep(0.05)
     assert lock.exists()
-    second = run_cli(cfg, "--only", "Metrics", "--no-charts")
+    try:
+        second = run_cli(cfg, "--only", "Metrics", "--no-charts")
+    finally:
+        release.set()
     first.join(60)
     assert second.returncode == 2, second.stderr
     assert f"pid {os.getpid()}" in second.stderr and "in use by another run" in second.stderr
