@@ -172,7 +172,9 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
     first_order = next(iter(orders.values()), [])
 
     # ---------------------------------------------------------------- battles
-    from .families.gpt import by_category
+    from .families.gpt import by_category, controlled, style_controlled_ranking
+
+    outputs = {model: {i: it.get("output", "") for i, it in m.items.items()} for model, m in merged.items()}
 
     battles: dict[str, list[dict[str, Any]]] = {}
     for d in dirs:
@@ -191,6 +193,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
         data = res.to_dict()
         data["summary"] = clean_json(res.summary())
         data["by_category"] = by_category(res)
+        data["controlled"] = controlled(data, outputs.get(res.model_a, {}), outputs.get(res.model_b, {}))
         atomic_write_json(out / "battles" / name, data)
         written_battles.append(str(out / "battles" / name))
         results.append(res)
@@ -198,7 +201,9 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
         from .judges import rank
 
         try:
-            atomic_write_json(out / "battles" / "ranking.json", rank(results).to_dict())
+            ranking = rank(results).to_dict()
+            ranking["style_controlled"] = style_controlled_ranking(results, outputs)
+            atomic_write_json(out / "battles" / "ranking.json", ranking)
         except InputError as exc:
             log(f"merge: ranking: {exc}")
 
