@@ -144,7 +144,7 @@ class _Batch:
 
 
 class RequestPool:
-    """`workers` threads shared by every caller; `run` is `retry.run_ordered` over this shared pool.
+    """`workers` threads shared by every caller; `run` hands each caller its results in order.
 
     Batches are served in the order they arrive, item by item, so many small batches (one per
     model and category) keep every worker busy. `cancel()` (a stopped run) ends every batch: items

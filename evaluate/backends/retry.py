@@ -8,16 +8,13 @@ and so that the retry arithmetic can be tested without a server.
 from __future__ import annotations
 
 import contextvars
-import itertools
 import os
-import queue
 import random
 import sys
-import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence, TypeVar
+from typing import Callable, Iterator, TypeVar
 
 from tqdm import tqdm
 
@@ -77,81 +74,6 @@ def call_with_retries(
                 on_retry(attempt + 1, exc, pause)
             sleep(pause)
             attempt += 1
-
-
-def run_ordered(
-    items: Sequence[T],
-    work: Callable[[T], Completion],
-    *,
-    concurrency: int,
-    on_result: ResultFn | None = None,
-) -> list[Completion]:
-    """Run `work` on every item with at most `concurrency` in flight; return results in input order.
-
-    `work` should turn failures into `Completion(error=...)`; anything it still raises becomes one.
-    `on_result(index, completion)` runs in the calling thread as each item finishes, so callers
-    can persist results at once (a killed run keeps what it already paid for). If `on_result`
-    raises (a kill, Ctrl-C, a full disk), no new item is started, items already in flight are
-    finished and still handed to `on_result` (their own exceptions are ignored), and the first
-    exception propagates.
-
-    Workers take the next item themselves rather than waiting for the calling thread to hand it
-    out, so a slow `on_result` (an SQLite write) never leaves a connection idle.
-    """
-    n = len(items)
-    results: list[Completion | None] = [None] * n
-    if n == 0:
-        return []
-    finished: queue.SimpleQueue[tuple[int, Completion]] = queue.SimpleQueue()
-    claim = itertools.count()
-    claim_lock = threading.Lock()
-    stop = threading.Event()
-
-    def worker(ctx: contextvars.Context) -> None:
-        while not stop.is_set():
-            with claim_lock:
-                idx = next(claim)
-            if idx >= n:
-                return
-            try:
-                comp = ctx.run(work, items[idx])
-            except Exception as exc:  # a bug or an unexpected library error must not sink the batch
-                comp = Completion(error=f"{type(exc).__name__}: {exc}")
-            finished.put((idx, comp))
-
-    threads = [
-        threading.Thread(target=worker, args=(contextvars.copy_context(),), name=f"judge-{i}", daemon=True)
-        for i in range(max(1, min(concurrency, n)))
-    ]
-    for t in threads:
-        t.start()
-    received = 0
-    try:
-        while received < n:
-            idx, comp = finished.get()
-            received += 1
-            results[idx] = comp
-            if on_result is not None:
-                on_result(idx, comp)
-    except BaseException:
-        stop.set()
-        for t in threads:
-            t.join()  # in flight: already paid for, so keep what comes back
-        while True:
-            try:
-                idx, comp = finished.get_nowait()
-            except queue.Empty:
-                break
-            results[idx] = comp
-            if on_result is not None:
-                try:
-                    on_result(idx, comp)
-                except Exception:
-                    pass
-        raise
-    for t in threads:
-        t.join()
-    return results  # type: ignore[return-value]
 
 
 class Progress:
