@@ -21,7 +21,6 @@ import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,8 +94,8 @@ def main() -> None:
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}; "
           f"load average at the end {os.getloadavg()[0]:.2f}")
-    print(f"| step | requests | time (s) | peak RSS (MiB) | per request |")
-    print(f"|---|---|---|---|---|")
+    print("| step | requests | time (s) | peak RSS (MiB) | per request |")
+    print("|---|---|---|---|---|")
     print(f"| export | {lines:,} ({size_req / 2**20:.0f} MiB JSONL) | {t_exp:.1f} | {m_exp:.0f} | {t_exp / lines * 1e6:.0f} us |")
     print(f"| import | {n_res:,} results | {t_imp:.1f} | {m_imp:.0f} | {t_imp / n_res * 1e6:.0f} us |")
     print(f"| export again (all cached) | {left} left | {t_again:.1f} | {m_again:.0f} | |")

@@ -102,8 +102,8 @@ def main() -> None:
           f"{calls} HTTP calls made; latency {args.latency:g} s, concurrency {args.concurrency}; status "
           f"{manifest['status']}; {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}")
-    print(f"| mode | calls | wall (s) | ideal (s) | wall / ideal | client CPU (s) |")
-    print(f"|---|---:|---:|---:|---:|---:|")
+    print("| mode | calls | wall (s) | ideal (s) | wall / ideal | client CPU (s) |")
+    print("|---|---:|---:|---:|---:|---:|")
     print(f"| {'sequential units' if args.sequential else 'run-wide pool'} | {calls} | {wall:.1f} | {ideal:.1f} "
           f"| {wall / ideal:.3f} | {cpu:.1f} |")
 
