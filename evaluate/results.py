@@ -17,6 +17,7 @@ keeps everything computed before the interruption.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -49,18 +50,24 @@ def _t975(dof: int) -> float:
 
 def mean_ci(xs: list[float], scale: tuple[float, float] | None) -> list[float]:
     """A 95% interval of the mean that never leaves the score's scale (nor the values' range)."""
-    from .stats.intervals import bootstrap_mean_ci
-
     n = len(xs)
     if n <= BOOTSTRAP_MAX_N:
-        lo, hi = bootstrap_mean_ci(xs, bounds=scale)
-        return [lo, hi]
+        return list(_bootstrap_ci(tuple(xs), scale))
     mean = sum(xs) / n
     half = _t975(n - 1) * math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) / math.sqrt(n)
     lo, hi = max(mean - half, min(xs)), min(mean + half, max(xs))
     if scale:
         lo, hi = max(lo, scale[0]), min(hi, scale[1])
     return [lo, hi]
+
+
+@functools.lru_cache(maxsize=8192)
+def _bootstrap_ci(xs: tuple[float, ...], scale: tuple[float, float] | None) -> tuple[float, float]:
+    """Seeded, so the same values always give the same interval: a result file is re-aggregated after
+    every category and family, and only the groups that changed are resampled again."""
+    from .stats.intervals import bootstrap_mean_ci
+
+    return bootstrap_mean_ci(xs, bounds=scale)
 
 
 def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float, float] | None = None) -> dict[str, Any]:

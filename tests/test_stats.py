@@ -305,3 +305,18 @@ def test_battle_analysis_structure():
     assert r["by_category"]["qa"]["length_controlled"]["n"] == 40
     assert set(r["overall"]["style_controlled"]["raw"]) == {"ma", "mb"}
     assert r["overall"]["without_outputs"] == 0
+
+
+def test_the_vectorised_bootstrap_fits_equal_the_one_by_one_fits():
+    from evaluate.stats.battle import _boot_counts, fit_logistic, fit_logistic_many
+
+    rng = np.random.default_rng(3)
+    n = 60
+    x = np.column_stack([np.ones(n), np.tanh(rng.normal(size=n)), rng.normal(size=n)])
+    y = (rng.random(n) < 1 / (1 + np.exp(-(0.3 + 1.2 * x[:, 1])))).astype(float)
+    y[::7] = 0.5  # ties
+    counts = _boot_counts(rng, n, 40)
+    full = fit_logistic(x, y)
+    many = fit_logistic_many(x, y, counts, init=full)
+    one = np.array([fit_logistic(x, y, c, init=full) for c in counts])
+    assert np.allclose(many, one, atol=1e-6)

@@ -77,6 +77,39 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
     return coef
 
 
+def fit_logistic_many(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, l2: float = L2,
+                      init: np.ndarray | None = None, max_iter: int = 50, tol: float = 1e-9) -> np.ndarray:
+    """`fit_logistic` for many weight vectors at once (one row of `weights` per bootstrap resample):
+    Newton steps on all of them together, in chunks that keep resamples x items under ~2M numbers.
+    A resample that has not converged (rare: the objective is strictly convex and the start is the
+    full fit) is fitted again alone with step halving, so the result equals the one-by-one fits."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    weights = np.atleast_2d(np.asarray(weights, dtype=float))
+    n_res, k = weights.shape[0], x.shape[1]
+    start = np.zeros(k) if init is None else np.asarray(init, dtype=float)
+    out = np.empty((n_res, k))
+    step_rows = max(1, 2_000_000 // max(1, len(y)))
+    for lo in range(0, n_res, step_rows):
+        w8 = weights[lo:lo + step_rows]
+        coef = np.tile(start, (len(w8), 1))
+        for _ in range(max_iter):
+            p = 1.0 / (1.0 + np.exp(-(coef @ x.T)))
+            grad = (w8 * (p - y)) @ x + l2 * coef
+            curv = w8 * p * (1 - p)
+            hess = np.stack([(curv * x[:, i]) @ x for i in range(k)], axis=1) + l2 * np.eye(k)
+            step = np.linalg.solve(hess, grad[..., None])[..., 0]
+            coef = coef - step
+            if np.max(np.abs(step)) < tol:
+                break
+        p = 1.0 / (1.0 + np.exp(-(coef @ x.T)))
+        grad = (w8 * (p - y)) @ x + l2 * coef
+        bad = ~np.isfinite(coef).all(axis=1) | (np.abs(grad).max(axis=1) > 1e-6 * (1.0 + w8.sum(axis=1)))
+        for b in np.flatnonzero(bad):
+            coef[b] = fit_logistic(x, y, w8[b], l2=l2, init=start)
+        out[lo:lo + len(w8)] = coef
+    return out
+
+
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
@@ -121,7 +154,7 @@ def length_controlled_win_rate(outcomes: Sequence[float], len_a: Sequence[float]
     out.update(lc_win_rate=_sigmoid(coef[0]), theta=float(coef[0]), beta=float(coef[1]), length_sd=sd)
     if resamples > 0 and n > 1:
         counts = _boot_counts(np.random.default_rng(seed), n, resamples)
-        lc = np.array([_sigmoid(fit_logistic(x, y, c, init=coef)[0]) for c in counts])
+        lc = 1.0 / (1.0 + np.exp(-fit_logistic_many(x, y, counts, init=coef)[:, 0]))
         out["lc_interval"] = list(percentile_interval(lc, level))
     return out
 
@@ -202,7 +235,7 @@ def bradley_terry(battles: Sequence[tuple[str, str, float, Mapping[str, float] |
             out[name] = None
             continue
         coef = fit_logistic(x, y)
-        boots = np.array([fit_logistic(x, y, c, init=coef) for c in counts]) if len(counts) else None
+        boots = fit_logistic_many(x, y, counts, init=coef) if len(counts) else None
         rb = np.array([_ratings(b, k) for b in boots]) if boots is not None else None
         out[name] = _table(models, _ratings(coef, k), rb)
         if name == "style_controlled":
