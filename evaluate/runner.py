@@ -240,6 +240,9 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
                 manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
                                            "traceback": traceback.format_exc(limit=5)})
                 log(f"error: {fam}: {type(exc).__name__}: {exc}")
+        from .judgecheck import attach_to_run  # the stored check of this judge and prompts -> manifest, signatures, log
+
+        attach_to_run(cfg, plan, judges, save, manifest, log)
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
