@@ -1,5 +1,6 @@
 """Command line: `python eval.py --config FILE [...]`, `python eval.py meta-eval ...`,
-`python eval.py repeval ...`.
+`python eval.py repeval ...`,
+`python eval.py judge-check --config FILE [--data FILE.jsonl] [--limit N]`.
 
 ColossalAI's flags work unchanged and override the config file. Exit codes: 0 success,
 1 a --fail-under threshold was missed, 2 bad input (config, answer or prompt files, flags),
@@ -54,7 +55,7 @@ def _families_arg(values: list[str] | None) -> list[str] | None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="eval.py", description="Evaluate LLM answers: judges, automatic metrics, UniEval, RepEval, "
-                                            "SAGEval. Subcommands: meta-eval, repeval (see `eval.py meta-eval -h`).")
+                                            "SAGEval. Subcommands: meta-eval, judge-check, repeval (see `eval.py meta-eval -h`).")
     p.add_argument("--config", "--config_file", dest="config", nargs="+", metavar="FILE",
                    help="config file (.json, .yaml or .yml); several run one after the other in this process, "
                         "sharing loaded models (all are checked before the first starts)")
@@ -222,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
             return report_main(argv[1:])
         if argv and argv[0] == "merge":
             return _merge_main(argv[1:])
+        if argv and argv[0] == "judge-check":
+            from .judgecheck import main as judge_check_main
+
+            return judge_check_main(argv[1:])
         if argv and argv[0] == "repeval":
             from repeval.cli import main as repeval_main
 

@@ -295,6 +295,9 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
             log(f"scored {line}")
         for err in tally.failures(cfg.max_invalid_share):
             log(f"error: {err['family']}: {err['error']}")
+        from .judgecheck import attach_to_run  # the stored check of this judge and prompts -> manifest, signatures, log
+
+        attach_to_run(cfg, plan, judges, save, manifest, log)
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
