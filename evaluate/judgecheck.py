@@ -56,7 +56,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .core.errors import InputError
-from .core.io import atomic_write_json, read_jsonl
+from .core.io import atomic_write_json
 from .core.records import Record
 
 CORRUPTIONS = ("shuffle", "truncate", "other_answer", "swap")
@@ -294,21 +294,16 @@ def _usage(meter: Any) -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------------- with labels
 def read_pairs(path: Path) -> list[dict[str, Any]]:
-    rows = [row for _, row in read_jsonl(path, "pairwise data")]
-    if not rows:
-        raise InputError(f"{path}: no rows")
+    """A pairwise file, read and checked as meta-eval reads it (one reader), plus the question."""
+    from .metaeval import read_jsonl as read_rows
+
+    rows = read_rows(path)
     for i, r in enumerate(rows, 1):
-        missing = [k for k in ("response_a", "response_b", "label") if k not in r]
-        if missing:
-            raise InputError(f"{path}: row {i}: missing field(s) {', '.join(missing)} (a pairwise file needs "
-                             "instruction, input, response_a, response_b, label)")
+        if not all(k in r for k in ("response_a", "response_b", "label")):
+            raise InputError(f"{path}: row {i}: not a pairwise row (a pairwise file needs instruction, input, "
+                             "response_a, response_b, label)")
         if not (r.get("instruction") or r.get("input")):
             raise InputError(f"{path}: row {i}: no instruction or input (the question shown to the judge)")
-        if r["label"] not in ("a", "b", "tie"):
-            raise InputError(f'{path}: row {i}: label is {r["label"]!r}; expected "a", "b" or "tie"')
-        for k in ("response_a", "response_b"):
-            if not isinstance(r[k], str):
-                raise InputError(f"{path}: row {i}: {k} is not a string")
     return rows
 
 
@@ -356,14 +351,17 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
     acc = battle_accuracy(rows, result)
     lengths = {ra.id: (len(ra.output), len(rb.output)) for ra, rb in zip(recs_a, recs_b)}
     bias = judge_bias([it.to_dict() for it in result.items], lengths)
-    base = baselines([r for r, it in zip(rows, result.items) if it.verdict != "invalid"])
+    valid = [r for r, it in zip(rows, result.items) if it.verdict != "invalid"]
+    base = baselines(valid or rows)  # on the pairs the judge answered; all pairs when it answered none
     k = acc["right"] + 0.5 * acc["predicted_ties"]
     ci = _wilson(k, acc["n"])
     beats_length = bool(ci and base["longer"]["accuracy"] is not None and ci[0] > base["longer"]["accuracy"])
     flip = bias["flip_rate"]["rate"]
     by_position = flip is not None and flip >= POSITION_FLIP_RATE
     reasons = []
-    if not beats_length:
+    if not valid:
+        reasons.append(f"no valid verdict: all {len(rows)} pairs were invalid (see the battle replies)")
+    elif not beats_length:
         reasons.append(f"does not beat the length baseline: agreement {_f(acc['accuracy'])} (95% CI "
                        f"{_ci(ci)}) vs {_f(base['longer']['accuracy'])} for 'pick the longer answer'")
     if by_position:

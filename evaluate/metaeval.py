@@ -48,7 +48,8 @@ PAIR_LABELS = ("a", "b", "tie")
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The rows of a meta-evaluation file, each checked: an object; a pairwise file's rows (the first
-    row has response_a, response_b and label) all have both responses as strings and a label a/b/tie."""
+    row has response_a, response_b and label) all have both responses as text (a JSON number or
+    true/false, as some PandaLM answers are, becomes its text) and a label a/b/tie."""
     numbered = core_read_jsonl(path, "meta-evaluation data")
     if not numbered:
         raise InputError(f"{path}: no rows")
@@ -63,8 +64,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
                 raise InputError(f"{path}: line {line} (id {row.get('id', '?')}): a pairwise row needs "
                                  f"{', '.join(missing)} (the first row is pairwise)")
             for k in ("response_a", "response_b"):
-                if not isinstance(row[k], str):
-                    raise InputError(f"{path}: line {line} (id {row.get('id', '?')}): {k} must be a string")
+                if isinstance(row[k], (bool, int, float)):  # PandaLM has answers that are JSON `true`
+                    row[k] = json.dumps(row[k])
+                elif not isinstance(row[k], str):
+                    raise InputError(f"{path}: line {line} (id {row.get('id', '?')}): {k} must be a string "
+                                     f"(a number or true/false is read as its text), got {type(row[k]).__name__}")
             if row["label"] not in PAIR_LABELS:
                 raise InputError(f"{path}: line {line} (id {row.get('id', '?')}): label must be one of "
                                  f"{', '.join(PAIR_LABELS)}, got {str(row['label'])[:40]!r}")

@@ -273,7 +273,7 @@ def test_bad_pairwise_file_is_a_clear_error(tmp_path, fake_openai, monkeypatch, 
                    + json.dumps({"instruction": "q", "response_a": "x", "response_b": "y", "label": "A+"}) + "\n")
     code = main(["judge-check", "--config", str(config(tmp_path, fake_openai)), "--data", str(bad)])
     err = capsys.readouterr().err
-    assert code == 2 and "bad.jsonl: row 2" in err and "label" in err and "Traceback" not in err
+    assert code == 2 and "bad.jsonl: line 2" in err and "label" in err and "Traceback" not in err
     assert fake_openai.chat_calls == 0
 
 

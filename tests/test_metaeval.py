@@ -192,3 +192,20 @@ def test_every_family_works_in_meta_eval_with_the_run_context(tmp_path, fake_ope
     assert "synthetic pairs" in sigs["RepEval/consistency"]["direction"]
     # (before the context carried each row's source, consistency failed: "the template needs {src}")
     assert report["rows"] == 6
+
+
+def test_a_pairwise_answer_that_is_a_json_scalar_is_read_as_its_text(tmp_path):
+    """PandaLM has answers that are JSON `true`: read as the text "true", not a refusal of the file;
+    null or a list is still refused with the line and id."""
+    from evaluate.core.errors import InputError
+    from evaluate.metaeval import read_jsonl
+
+    rows = [{"id": "p1", "instruction": "Is it odd?", "response_a": True, "response_b": "Yes, it is.", "label": "a"},
+            {"id": "p2", "instruction": "2+2?", "response_a": 4, "response_b": "four", "label": "tie"}]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    got = read_jsonl(path)
+    assert got[0]["response_a"] == "true" and got[1]["response_a"] == "4"
+    path.write_text(json.dumps({**rows[0], "response_b": None}) + "\n")
+    with pytest.raises(InputError, match=r"line 1 \(id p1\): response_b must be a string"):
+        read_jsonl(path)
