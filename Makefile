@@ -42,9 +42,11 @@ $(JUDGE_STAMP): $(STAMP)
 	touch $(JUDGE_STAMP)
 
 # the three examples in one process: the Qwen judge is loaded once for the English and SAGEval runs
+# the label-free judge check first (one sanity pair per corruption): the run then shows its verdict
 demo: setup setup-judge
+	$(BIN)/python eval.py judge-check --config configs/example_en.yaml --limit 1
 	$(BIN)/python eval.py --config configs/example_en.yaml configs/example_cn.yaml configs/example_sageval.yaml
-	@echo "results: results/example_en, results/example_cn, results/example_sageval (results/*.json, summary.csv, charts/, manifest.json; sageval/ holds the SAGE summary)"
+	@echo "results: results/example_en, results/example_cn, results/example_sageval (report.html, results/*.json, summary.csv, charts/, comparisons/, manifest.json; sageval/ holds the SAGE summary)"
 
 test: setup
 	$(BIN)/python -m pytest -q
