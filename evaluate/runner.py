@@ -136,10 +136,23 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
         for k, v in obj.plan_run(contexts[fam], categories).items():
             total[k] = total.get(k, 0) + v
         work[fam] = total
+    options = {f: asdict(contexts[f].options) for f in fam_objs if is_dataclass(contexts[f].options)
+               and fields(contexts[f].options)}
+    if any(w.get("judge_calls") or w.get("battle_calls") for w in work.values()):  # the resolved judge block
+        from .core.secrets import scrub_url
+
+        judge = asdict(cfg.judge)
+        urls = judge.get("base_url")
+        judge["base_url"] = [scrub_url(u) for u in urls] if isinstance(urls, list) else \
+            scrub_url(urls) if isinstance(urls, str) else urls
+        if judge.get("endpoints"):
+            judge["endpoints"] = [{**e, "base_url": scrub_url(str(e.get("base_url", "")))}
+                                  if isinstance(e, dict) else e for e in judge["endpoints"]]
+        options["judge"] = judge
+    if "Metrics" in fam_objs and cfg.metric_options:
+        options["metric_options"] = cfg.metric_options
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
-                skipped=skipped, work=work,
-                options={f: asdict(contexts[f].options) for f in fam_objs if is_dataclass(contexts[f].options)
-                         and fields(contexts[f].options)})
+                skipped=skipped, work=work, options=options)
     return plan, fam_objs
 
 
