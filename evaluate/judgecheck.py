@@ -55,6 +55,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .backends.cache import VOLATILE_FIELDS
 from .core.errors import InputError
 from .core.io import atomic_write_json
 from .core.records import Record
@@ -77,7 +78,9 @@ RULES = {
               "Wilson interval includes 0.5; applied to all pairs pooled (battle and rating separately) and to "
               "the 'other_answer' pairs alone. Ties count half.",
 }
-VOLATILE = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device")
+# what never changes a reply, as for the judge cache: the server URL too, so replicas of one model
+# share one check (and a run on two endpoints finds the check made on one)
+VOLATILE = VOLATILE_FIELDS
 
 
 # ----------------------------------------------------------------------------------- statistics
