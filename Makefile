@@ -42,10 +42,10 @@ $(JUDGE_STAMP): $(STAMP)
 	touch $(JUDGE_STAMP)
 
 # the three examples in one process: the Qwen judge is loaded once for the English and SAGEval runs
-# the label-free judge check first (one sanity pair per corruption): the run then shows its verdict
+# --judge-check 1: the label-free judge check first (one sanity pair per corruption), in the same
+# process (Qwen loaded once); each run then shows its verdict
 demo: setup setup-judge
-	$(BIN)/python eval.py judge-check --config configs/example_en.yaml --limit 1
-	$(BIN)/python eval.py --config configs/example_en.yaml configs/example_cn.yaml configs/example_sageval.yaml
+	$(BIN)/python eval.py --config configs/example_en.yaml configs/example_cn.yaml configs/example_sageval.yaml --judge-check 1
 	@echo "results: results/example_en, results/example_cn, results/example_sageval (report.html, results/*.json, summary.csv, charts/, comparisons/, manifest.json; sageval/ holds the SAGE summary)"
 
 test: setup

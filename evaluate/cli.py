@@ -79,6 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when an aggregate is below VALUE (repeatable), e.g. BLEU-4=0.2 or "
                         "closed_qa:GPT/correctness=3.5")
     p.add_argument("--no-charts", action="store_true", help="do not draw charts")
+    p.add_argument("--judge-check", type=int, metavar="N", help="first run the label-free judge check "
+                   "(`eval.py judge-check`, N sanity pairs per corruption) on each config that lists GPT metrics, "
+                   "in this process: the judge is loaded once, and the run shows the check's verdict")
     p.add_argument("--shard", metavar="I/N", help="run shard I of N of the items (by a hash of the record id; "
                                                   "into <save_path>/shard-I-of-N); join with `eval.py merge`")
     p.add_argument("--export-requests", metavar="FILE.jsonl", help="write the judge requests the run still needs "
@@ -155,9 +158,36 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
     return cfg
 
 
+def _judge_check(cfg: RunConfig, args: argparse.Namespace, families) -> int:
+    """--judge-check N: the label-free check of this config's judge before its run (same process, so
+    a local judge is loaded once). A check that fails to run is reported and the run goes on; the
+    exit code then says the run's work was not all done."""
+    from .judgecheck import check_config, has_gpt_work
+
+    if "GPT" not in families or not has_gpt_work(cfg):
+        print("judge check: this config lists no GPT metrics; nothing to check", file=sys.stderr)
+        return EXIT_OK
+    from .backends.pool import JudgePool
+
+    judges = JudgePool(api_key=cfg.openai_key)
+    try:
+        check_config(cfg, judges, limit=args.judge_check)
+    except InputError:
+        raise
+    except Exception as exc:  # the run itself can still be done; its manifest says "not checked"
+        print(f"error: judge check: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_RUN_ERRORS
+    finally:
+        judges.close()
+    return EXIT_OK
+
+
 def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail_under) -> int:
     if args.export_requests or args.import_results:  # evaluate/requests_io.py
         return _requests_io(cfg, args, families)
+    check_code = EXIT_OK
+    if args.judge_check is not None and not args.dry_run:
+        check_code = _judge_check(cfg, args, families)
     manifest = run(cfg, families=families, dry_run=args.dry_run, charts=not args.no_charts)
     if args.dry_run:
         print(manifest["plan_text"])
@@ -171,8 +201,8 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail
         failures = check_fail_under(cfg.save_path, args.fail_under)
         if failures:
             print("fail-under: " + "; ".join(failures), file=sys.stderr)
-            return EXIT_FAIL_UNDER
-    return EXIT_OK if not manifest["errors"] else EXIT_RUN_ERRORS
+            return max(EXIT_FAIL_UNDER, check_code)
+    return EXIT_OK if not manifest["errors"] and not check_code else EXIT_RUN_ERRORS
 
 
 def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
@@ -239,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
 
         families = select_families(_families_arg(args.only), _families_arg(args.skip))
         configs = configs_from_args(args)
+        if args.judge_check is not None and args.judge_check < 1:
+            raise InputError(f"--judge-check: expected a positive number of pairs per corruption, got {args.judge_check}")
         if (args.export_requests or args.import_results) and len(configs) > 1:
             raise InputError("--export-requests / --import-results work on one config at a time")
         if len(configs) > 1:  # every file checked (plan, answers, prompts) before any scoring starts

@@ -686,6 +686,32 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
     return "\n".join(lines)
 
 
+def has_gpt_work(cfg: Any) -> bool:
+    """Whether the config lists GPT metrics for any category (what the label-free check judges)."""
+    return any((entry or {}).get("GPT") for entry in cfg.categories.values())
+
+
+def check_config(cfg: Any, judges: Any, *, data: Path | None = None, limit: int | None = None, seed: int = 0,
+                 log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+                 output: Path | None = None) -> dict[str, Any]:
+    """Run the check of `cfg`'s judge and prompts through `judges` (a JudgePool: a run that checks its
+    judge first shares its loaded models and caches), store it, print the report; returns the record."""
+    judge, prompts, key = judge_identity(cfg, judges)
+    labelled = sanity = None
+    if data is not None:
+        if not data.exists():
+            raise InputError(f"--data {data}: no such file")
+        labelled = labelled_check(cfg, judges, data, limit=limit, seed=seed, log=log)
+    else:
+        sanity = sanity_check(cfg, judges, limit=limit, seed=seed, log=log)
+    record, path = save_check(cfg.save_path, key, judge, prompts, labelled, sanity)
+    print(format_report(record, labelled, sanity), flush=True)
+    log(f"judge check: {path} (and {Path(cfg.save_path) / 'judge_check.json'})")
+    if output is not None:
+        atomic_write_json(output, record)
+    return record
+
+
 def main(argv: list[str]) -> int:
     from .config import load_config
 
@@ -704,22 +730,9 @@ def main(argv: list[str]) -> int:
     from .backends.pool import JudgePool
 
     judges = JudgePool(api_key=cfg.openai_key)
-    log = lambda s: print(s, file=sys.stderr)  # noqa: E731
     try:
-        judge, prompts, key = judge_identity(cfg, judges)
-        labelled = sanity = None
-        if args.data:
-            data = Path(args.data)
-            if not data.exists():
-                raise InputError(f"--data {data}: no such file")
-            labelled = labelled_check(cfg, judges, data, limit=args.limit, seed=args.seed, log=log)
-        else:
-            sanity = sanity_check(cfg, judges, limit=args.limit, seed=args.seed, log=log)
+        check_config(cfg, judges, data=Path(args.data) if args.data else None, limit=args.limit, seed=args.seed,
+                     output=Path(args.output) if args.output else None)
     finally:
         judges.close()
-    record, path = save_check(cfg.save_path, key, judge, prompts, labelled, sanity)
-    print(format_report(record, labelled, sanity))
-    print(f"judge check: {path} (and {Path(cfg.save_path) / 'judge_check.json'})", file=sys.stderr)
-    if args.output:
-        atomic_write_json(Path(args.output), record)
     return 0

@@ -266,6 +266,29 @@ def test_check_is_found_by_a_later_run_and_a_changed_prompt_is_not_checked(tmp_p
     assert "not checked" in manifest["judge_check"]["verdict"] and "not checked" in err.splitlines()[-1]
 
 
+def test_run_with_judge_check_checks_first_and_shows_the_verdict(tmp_path, fake_openai, monkeypatch, capsys):
+    """`eval.py --config A B --judge-check N`: the label-free check of each config that lists GPT metrics
+    runs in the run's process before its run, and that run's manifest and closing lines show it."""
+    monkeypatch.setenv("GPT_KEY", "sk-test")
+    fake_openai.reply_fn = scripted(random_battle, random_rating)
+    cfg = config(tmp_path, fake_openai)
+    metrics_only = tmp_path / "m.json"
+    metrics_only.write_text(json.dumps({**json.loads(cfg.read_text()), "save_path": str(tmp_path / "m"),
+                                        "category": {"closed_qa": {"Metrics": ["BLEU"]}}}))
+    assert main(["--config", str(cfg), str(metrics_only), "--judge-check", "1", "--no-charts"]) == 0
+    out = capsys.readouterr()
+    rec = json.loads((tmp_path / "out" / "judge_check.json").read_text())
+    assert rec["sanity"]["limit_per_corruption"] == 1 and rec["sanity"]["pairs"] == 4
+    assert "Without labels: 4 sanity pairs" in out.out and "NOT TRUSTWORTHY" in out.out
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["judge_check"]["checked"] and manifest["judge_check"]["key"] == rec["key"]
+    assert manifest["judge_check"]["trustworthy"] is False
+    assert "lists no GPT metrics; nothing to check" in out.err
+    assert not (tmp_path / "m" / "judge_check.json").exists()
+    assert main(["--config", str(cfg), "--judge-check", "0"]) == 2
+    assert "--judge-check: expected a positive number" in capsys.readouterr().err
+
+
 def test_bad_pairwise_file_is_a_clear_error(tmp_path, fake_openai, monkeypatch, capsys):
     monkeypatch.setenv("GPT_KEY", "sk-test")
     bad = tmp_path / "bad.jsonl"
