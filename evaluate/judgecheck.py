@@ -681,7 +681,8 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
                 lines.append(row(kind, cat, cb))
         lines.append(row("(pooled)", "(all)", sanity["pooled"]))
         lines.append(f"usage: {sanity['usage']}; {sanity['wall_s']} s")
-    lines += ["", ("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": " + record["verdict_text"],
+    lines += ["", ("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
+              + record["verdict_text"].partition("trustworthy: ")[2],
               "rules: " + " | ".join(RULES[k] for k, v in (("labelled", labelled), ("sanity", sanity)) if v)]
     return "\n".join(lines)
 
