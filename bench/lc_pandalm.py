@@ -59,7 +59,7 @@ def main() -> None:
     weighted = length_controlled_win_rate([OUTCOME[result.items[i].weighted_verdict] for i in weighted_keep],
                                           [la[i] for i in weighted_keep], [lb[i] for i in weighted_keep])
     humans = length_controlled_win_rate([1.0 if r["label"] == "a" else 0.0 for r in rows], la, lb)
-    bias = judge_bias([it.to_dict() for it in result.items], {str(i): (la[i], lb[i]) for i in range(len(rows))})
+    bias = judge_bias([it.to_dict() for it in result.items], {it.id: (la[i], lb[i]) for i, it in enumerate(result.items)})
     agree = sum((1.0 if it.verdict == ("A" if r["label"] == "a" else "B") else 0.5 if it.verdict == "tie" else 0.0)
                 for it, r in zip(result.items, rows) if it.verdict in OUTCOME) / max(1, len(keep))
     out = {"data": args.data, "pairs": len(rows), "seed": args.seed, "wall_s": round(wall, 1), "usage": usage,
