@@ -511,7 +511,10 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
     reasons = []
     for part in ("battle", "rating"):
         blk = pooled[part]
-        if blk["near_chance"]:
+        if not blk["n"]:
+            reasons.append(f"{part}: no valid verdict on the sanity pairs (all {blk['invalid']} invalid; see the "
+                           "raw replies in the items)")
+        elif blk["near_chance"]:
             reasons.append(f"{part} near chance on sanity pairs: prefers the intact text {_pct(blk['preference'])} "
                            f"(95% CI {_ci(blk['ci95'])}, n={blk['n']})")
     other = by_corruption["other_answer"]

@@ -213,6 +213,19 @@ def test_label_free_random_judge_is_near_chance(tmp_path, fake_openai, monkeypat
     assert rec["trustworthy"] is False and "near chance" in rec["verdict_text"]
 
 
+def test_label_free_judge_without_a_valid_battle_verdict_says_so(tmp_path, fake_openai, monkeypatch, capsys):
+    def reply(rec):
+        if A1 in rec.user_text:
+            return Reply(content="Assistant 1 is better.")  # no score line: every battle order invalid
+        return rating_reply(intact_rating(rec.user_text))
+    rec, _ = run_check(tmp_path, monkeypatch, capsys, fake_openai, reply, "--limit", "1")
+    battle = rec["sanity"]["pooled"]["battle"]
+    assert battle["n"] == 0 and battle["invalid"] == rec["sanity"]["pairs"] == 4
+    assert rec["trustworthy"] is False
+    assert "battle: no valid verdict on the sanity pairs (all 4 invalid" in rec["verdict_text"]
+    assert "battle near chance" not in rec["verdict_text"]
+
+
 def test_label_free_limit_is_per_corruption_and_deterministic(tmp_path, fake_openai, monkeypatch, capsys):
     r1, _ = run_check(tmp_path, monkeypatch, capsys, fake_openai, scripted(intact_battle, intact_rating),
                       "--limit", "2", "--seed", "5")
