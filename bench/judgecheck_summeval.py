@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evaluate.cli import main as eval_main  # noqa: E402
+from evaluate.core.io import read_jsonl  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "metaeval" / "summeval.jsonl"
 INSTRUCTION = "Summarize the following news article in a few sentences."
@@ -49,8 +50,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     docs: dict[str, dict] = {}
-    for line in data.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+    for _, row in read_jsonl(data, "SummEval data"):
         d = docs.setdefault(row["doc_id"], {"source": row["source"], "references": row["references"], "outputs": {}})
         d["outputs"][row["system_id"]] = row["output"]
     chosen = [(k, v) for k, v in docs.items() if all(s in v["outputs"] for s in args.systems)][:args.docs]
