@@ -650,6 +650,8 @@ def _ci(ci: Any) -> str:
 
 
 def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | None) -> str:
+    from .report.analysis import verdict_detail  # one helper drops the verdict's leading "NOT trustworthy: "
+
     lines = []
     j = record["judge"]["battle"]["judge"]
     lines.append(f"judge: {j.get('backend')} {j.get('model')}  (key {record['key']})")
@@ -685,7 +687,7 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
         lines.append(row("(pooled)", "(all)", sanity["pooled"]))
         lines.append(f"usage: {sanity['usage']}; {sanity['wall_s']} s")
     lines += ["", ("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
-              + record["verdict_text"].partition("trustworthy: ")[2],
+              + verdict_detail(record["verdict_text"]),
               "rules: " + " | ".join(RULES[k] for k, v in (("labelled", labelled), ("sanity", sanity)) if v)]
     return "\n".join(lines)
 

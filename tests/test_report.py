@@ -128,6 +128,13 @@ def test_untrustworthy_judge_is_warned(save, tmp_path):
     assert 'id="judge-warning"' in html and "51% of labelled pairs" in html and "NOT trustworthy" in html
     text = closing_summary(copy, width=80, color=False)
     assert "judge warning: judge check failed" in text
+    # a stored verdict that starts with its own "NOT trustworthy: " is not said twice in the Judge section
+    (copy / "judge_check.json").write_text(json.dumps({
+        "judge": {"model": "fake-judge"}, "trustworthy": False,
+        "verdict_text": "NOT trustworthy: battle near chance on sanity pairs", "labelled": None, "sanity": None}))
+    html = write_report(copy).read_text()
+    assert "NOT trustworthy</strong> — battle near chance on sanity pairs" in html
+    assert "— NOT trustworthy: battle" not in html
 
 
 def test_metrics_only_save_path_without_optional_files(tmp_path, save):

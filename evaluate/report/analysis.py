@@ -74,12 +74,23 @@ def significant(row: dict[str, Any]) -> bool:
     return row.get("verdict") in ("A better", "B better")
 
 
+def verdict_detail(verdict_text: str) -> str:
+    """A judge check's verdict (judge_check.json `verdict_text`) without the "trustworthy: " / "NOT
+    trustworthy: " that `judgecheck.verdict_of` puts first, for places that say that word themselves
+    (the judge-check report, report.html, the judge warning)."""
+    for head in ("trustworthy: ", "NOT trustworthy: "):
+        if verdict_text.startswith(head):
+            return verdict_text[len(head):]
+    return verdict_text
+
+
 def judge_warnings(data: SaveData) -> list[str]:
     """Plain reasons not to trust the judge; empty when nothing is known to be wrong."""
     out: list[str] = []
     jc = data.judge_check
     if jc is not None and jc.get("trustworthy") is False:
-        out.append("judge check failed: " + str(jc.get("verdict_text") or "the judge is not trustworthy"))
+        out.append("judge check failed: " + (verdict_detail(str(jc.get("verdict_text") or ""))
+                                             or "the judge is not trustworthy"))
     for bt in data.battles:
         s = bt.get("summary") or {}
         name = f"{s.get('model_a')} vs {s.get('model_b')}"

@@ -31,6 +31,7 @@ from .analysis import (
     pvalue,
     row_sentence,
     significant,
+    verdict_detail,
 )
 from .data import SaveData, load_save_path
 
@@ -191,7 +192,12 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
                        "one_order_invalid": s.get("one_order_invalid"), "ties": s.get("ties"),
                        "controlled": bt.get("controlled") or s.get("controlled")})
     return {"used": used, "config": cfg_judge if used else None, "signatures": sigs,
-            "check": data.judge_check, "biases": biases, "invalid": invalid_reasons(data)}
+            "check": data.judge_check, "check_detail": _check_detail(data.judge_check),
+            "biases": biases, "invalid": invalid_reasons(data)}
+
+
+def _check_detail(check: dict[str, Any] | None) -> str | None:
+    return verdict_detail(str(check.get("verdict_text") or "")) if check else None
 
 
 def invalid_reasons(data: SaveData) -> list[dict[str, Any]]:
