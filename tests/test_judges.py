@@ -14,8 +14,9 @@ import pytest
 
 from evaluate.backends.base import Backend, BackendError, Completion, JudgeRequest
 from evaluate.core.errors import InputError
-from evaluate.judges import (battle, battle_all, fit_bradley_terry, load_battle_prompt,
-                             load_evaluation_prompts, rank, rate, wilson_interval)
+from evaluate.stats.bradley_terry import fit_bradley_terry, rank
+from evaluate.judges import (battle, battle_all, load_battle_prompt,
+                             load_evaluation_prompts, rate, wilson_interval)
 from evaluate.judges.battle import BattleItem, BattleResult
 from evaluate.judges.rating import RatingJudge
 from evaluate.core.records import Record
@@ -328,7 +329,7 @@ def test_aggregate(eval_path: Path) -> None:
     records.append(Record(id="bad", category="closed_qa", instruction="q", output="x"))
     judge = ScriptedJudge(lambda r: answer_in(r))  # the judge echoes the answer as its score
     items = rate(judge, load_evaluation_prompts(eval_path), records, ["relevance"])
-    from evaluate.results import summarize  # the one aggregation every family's scores go through
+    from evaluate.pipeline.results import summarize  # the one aggregation every family's scores go through
 
     values = [(r.id, it.scores["relevance"]) for r, it in zip(records, items) if "relevance" in it.scores]
     summary = summarize(values, sum("relevance" in it.invalid for it in items), (1.0, 5.0))

@@ -8,7 +8,7 @@ with_reference=False) -> BattleResult``
     every pair of models, all requests in one batched judge call.
 ``BattleResult.summary()`` / ``.to_dict()``; ``.signature`` says how it was made.
 ``wilson_interval(successes, n)``.
-Rank more than two models with ``bradley_terry.rank(results)``.
+Rank more than two models with ``evaluate.stats.bradley_terry.rank(results)``.
 
 How an item is decided
 ----------------------
