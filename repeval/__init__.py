@@ -4,10 +4,9 @@ A direction along which quality varies is learned from K (good, bad) pairs; new 
 by projecting its representation on it.
 """
 
-__version__ = "0.1.0"
-
-from .estimator import RepEval  # noqa: E402
-from .extract import extract_hidden_states, truncated_layers  # noqa: E402
-from .pairs import Pair  # noqa: E402
+from .estimator import RepEval
+from .extract import extract_hidden_states, truncated_layers
+from .pairs import Pair
+from .version import __version__
 
 __all__ = ["RepEval", "Pair", "extract_hidden_states", "truncated_layers", "__version__"]

@@ -18,7 +18,7 @@ from typing import Sequence
 from evaluate.core.errors import InputError
 
 from .estimator import RepEval
-from .pairs import (as_pairs, load_pairs_jsonl, pairs_from_pairwise, pairs_from_scored, read_jsonl,
+from .pairs import (as_pairs, load_pairs_jsonl, pairs_from_pairwise, pairs_from_scored, read_rows,
                     synthetic_pairs)
 
 
@@ -39,13 +39,13 @@ def _training_pairs(args: argparse.Namespace) -> list:
         pairs = load_pairs_jsonl(args.pairs)
         return pairs if args.k is None else pairs[: args.k]
     if args.from_metaeval:
-        rows = read_jsonl(args.from_metaeval)
+        rows = read_rows(args.from_metaeval)
         if rows and "response_a" in rows[0]:
             return pairs_from_pairwise(rows, args.k, args.seed, where=str(args.from_metaeval))
         if not args.dimension:
             raise InputError(f"{args.from_metaeval}: --dimension is required for human-scored rows")
         return pairs_from_scored(rows, args.dimension, args.k, args.seed, where=str(args.from_metaeval))
-    rows = read_jsonl(args.synthetic)
+    rows = read_rows(args.synthetic)
     texts = [_field(r, ("text", "output", "good"), f"{args.synthetic}:{i + 1}") for i, r in enumerate(rows)]
     srcs = [_field(r, ("src", "source"), f"{args.synthetic}:{i + 1}", required=False) for i, r in enumerate(rows)]
     kind = args.corruption or args.criterion
@@ -75,7 +75,7 @@ def _write_rows(rows: list[dict], output: Path | None) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     rep = RepEval.load(args.direction, model=args.model)
-    rows = read_jsonl(args.input)
+    rows = read_rows(args.input)
     where = lambda i: f"{args.input}:{i + 1}"  # noqa: E731
     texts = [_field(r, ("output", "text", "hyp"), where(i)) for i, r in enumerate(rows)]
     needs_src = "{src}" in rep.template_
@@ -90,7 +90,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     rep = RepEval.load(args.direction, model=args.model)
-    rows = read_jsonl(args.input)
+    rows = read_rows(args.input)
     where = lambda i: f"{args.input}:{i + 1}"  # noqa: E731
     a = [_field(r, ("a", "response_a"), where(i)) for i, r in enumerate(rows)]
     b = [_field(r, ("b", "response_b"), where(i)) for i, r in enumerate(rows)]

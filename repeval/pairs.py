@@ -56,13 +56,14 @@ def as_pairs(items: Iterable[Any], where: str = "pairs") -> list[Pair]:
     return [as_pair(item, f"{where}[{i}]") for i, item in enumerate(items)]
 
 
-def read_jsonl(path: Path) -> list[dict]:
+def read_rows(path: Path) -> list[dict]:
+    """The objects of a JSON Lines file, in order (the core reader, without line numbers)."""
     return [row for _, row in core_read_jsonl(Path(path), "pairs")]
 
 
 def load_pairs_jsonl(path: Path) -> list[Pair]:
     """A user's pairs file: one ``{"good", "bad"[, "src"][, "question"]}`` object per line."""
-    return [as_pair(row, f"{path}:{i + 1}") for i, row in enumerate(read_jsonl(path))]
+    return [as_pair(row, f"{path}:{i + 1}") for i, row in enumerate(read_rows(path))]
 
 
 def pairs_from_scored(rows: Sequence[dict], dimension: str, k: int | None = None, seed: int = 0,
