@@ -29,7 +29,7 @@ from pathlib import Path  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluate.data import load_records  # noqa: E402
+from evaluate.pipeline.answers import load_records  # noqa: E402
 
 
 def main() -> int:

@@ -28,8 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluate.config import parse_config  # noqa: E402
-from evaluate.runner import run  # noqa: E402
+from evaluate.pipeline.config import parse_config  # noqa: E402
+from evaluate.pipeline.run import run  # noqa: E402
 from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply  # noqa: E402
 
 CATEGORIES = ["brainstorming", "chat", "classification", "closed_qa", "extraction", "generation", "open_qa",

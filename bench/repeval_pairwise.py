@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from repeval.direction import fit_direction  # noqa: E402
 from repeval.estimator import RepEval  # noqa: E402
-from repeval.pairs import Pair, pairs_from_pairwise, read_jsonl  # noqa: E402
+from repeval.pairs import Pair, pairs_from_pairwise, read_rows  # noqa: E402
 from repeval.select import grid, sweep  # noqa: E402
 from repeval.templates import render, template_for  # noqa: E402
 
@@ -59,10 +59,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = ap.parse_args(argv)
     layers = [int(x) for x in args.layers.split(",")]
     tokens = [int(x) for x in args.tokens.split(",")]
-    panda = pairs_from_pairwise(read_jsonl(DATA / "pandalm.jsonl"), k=args.pool + args.val, seed=0,
+    panda = pairs_from_pairwise(read_rows(DATA / "pandalm.jsonl"), k=args.pool + args.val, seed=0,
                                 where="pandalm.jsonl")
     pool, valp = panda[: args.pool], panda[args.pool:]
-    hhh_rows = read_jsonl(DATA / "hhh_alignment.jsonl")
+    hhh_rows = read_rows(DATA / "hhh_alignment.jsonl")
     hhh = pairs_from_pairwise(hhh_rows, where="hhh_alignment.jsonl")
     rep = RepEval(model=args.model, criterion=args.template, max_tokens=args.max_tokens)
     tpl = template_for(args.template)

@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from repeval.direction import fit_direction  # noqa: E402
 from repeval.estimator import RepEval  # noqa: E402
-from repeval.pairs import pairs_from_scored, read_jsonl, synthetic_pairs  # noqa: E402
+from repeval.pairs import pairs_from_scored, read_rows, synthetic_pairs  # noqa: E402
 from repeval.select import grid, grouped_spearman, spearman, sweep  # noqa: E402
 from repeval.templates import render, template_for  # noqa: E402
 
@@ -134,11 +134,11 @@ def main(argv: list[str] | None = None) -> dict:
     tokens = [int(x) for x in args.tokens.split(",")]
     ds = args.dataset
     criteria = args.criteria or ("fluency" if ds == "topical_chat" else "fluency,coherence,consistency")
-    rows = read_jsonl(DATA / f"{ds}.jsonl")
+    rows = read_rows(DATA / f"{ds}.jsonl")
     if ds == "topical_chat":  # doc_id is a truncated first turn (not unique): group by the dialogue
         for r in rows:
             r["doc_id"] = r["source"]
-    asset = read_jsonl(DATA / "asset.jsonl")
+    asset = read_rows(DATA / "asset.jsonl")
     docs = list(dict.fromkeys(r["doc_id"] for r in rows))
     nv = args.val_docs
     val_docs, test_docs = set(docs[:nv]), set(docs[nv:nv + args.test_docs])

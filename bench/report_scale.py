@@ -26,7 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluate.results import ModelResults, atomic_write_json, write_summary_csv
+from evaluate.core.io import atomic_write_json
+from evaluate.pipeline.results import ModelResults, write_summary_csv
 
 CATS = ["brainstorming", "chat", "classification", "closed_qa", "extraction", "generation", "open_qa",
         "rewriting", "roleplay", "summarization"]
@@ -110,8 +111,8 @@ def generate(save: Path, n_items: int, n_models: int, seed: int = 0) -> None:
                            "rows": rows})
     atomic_write_json(save / "manifest.json", {"run_id": "synthetic", "status": "ok", "config": {"synthetic": True},
                                                "config_hash": "0" * 64, "versions": {}, "errors": [], "usage": {}})
-    from evaluate.charts import write_charts
-    from evaluate.results import load_all
+    from evaluate.pipeline.charts import write_charts
+    from evaluate.pipeline.results import load_all
 
     results = load_all(save)
     write_summary_csv(save, results)

@@ -32,7 +32,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluate.data import load_records  # noqa: E402
+from evaluate.pipeline.answers import load_records  # noqa: E402
 from sageval import run_sage  # noqa: E402
 
 FLAW_ASPECT = {

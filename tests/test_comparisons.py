@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from evaluate.comparisons import SCHEMA, compare_results, load_results, write_comparisons
+from evaluate.pipeline.comparisons import SCHEMA, compare_results, load_results, write_comparisons
 from evaluate.stats import holm
 
 GPT_SIG = {"evaluator": "rating", "scale": [1, 5], "judge": "fake"}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evaluate.config import load_config, parse_config
+from evaluate.pipeline.config import load_config, parse_config
 from evaluate.core.errors import ConfigError, InputError
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from evaluate.data import load_answer_sets, load_records
+from evaluate.pipeline.answers import load_answer_sets, load_records
 from evaluate.core.errors import ConfigError, InputError
 
 

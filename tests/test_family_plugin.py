@@ -111,3 +111,63 @@ def test_without_the_family_its_key_is_unknown(tmp_path, capsys):
     path = _config(tmp_path)
     assert main(["--config", str(path), "--dry-run"]) == 2
     assert 'category.closed_qa: unknown key "Length"' in capsys.readouterr().err
+
+
+class EchoJudgeFamily(Family):
+    """Asks the run's judge one question per answer (a toy judge-calling family): declared in this file
+    alone, its requests are in --dry-run's cost, --export-requests and batch prefetch."""
+
+    name = "EchoJudge"
+    scale = (1.0, 5.0)
+
+    def uses_judge(self, ctx):
+        return True
+
+    def judge_bound(self, ctx):
+        return True
+
+    def plan(self, ctx, category, names, n_items):
+        return {"scores": n_items, "judge_calls": n_items}
+
+    def score(self, ctx, category, names, records):
+        from evaluate.backends.base import JudgeRequest
+
+        comps = ctx.judge().complete_many([JudgeRequest.chat(None, f"Echo-judge, rate 1-5: {r.output}", max_tokens=2)
+                                           for r in records])
+        items = []
+        for comp in comps:
+            it = ItemScores()
+            if comp.ok and comp.text.strip().isdigit():
+                it.scores["echo"] = float(comp.text.strip())
+            else:
+                it.invalid["echo"] = Invalid(reason=comp.error or "not a digit", raw=comp.text)
+            items.append(it)
+        return FamilyOutput(items=items, signatures={"echo": {"evaluator": "EchoJudge", "judge": ctx.cfg.judge.model}})
+
+
+@pytest.fixture
+def echo_family():
+    register_family(EchoJudgeFamily)
+    yield EchoJudgeFamily
+    FAMILY_REGISTRY.remove("EchoJudge")
+
+
+def test_a_judge_calling_family_in_one_file_is_costed_exported_and_prefetched(tmp_path, echo_family, capsys):
+    from evaluate.pipeline.collect import collect
+    from evaluate.pipeline.config import load_config
+
+    judge = {"backend": "openai", "model": "fake-judge", "base_url": "http://127.0.0.1:9/v1",
+             "price": {"prompt": 1.0, "completion": 2.0}}
+    path = _config(tmp_path, judge=judge, category={"closed_qa": {"EchoJudge": ["echo"]},
+                                                     "open_qa": {"EchoJudge": ["echo"]}})
+    n = 2 * (2 + 3)  # two models x (closed_qa 2 + open_qa 3 records)
+    assert main(["--config", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert f"judge requests to send: {n} (already cached: 0)" in out and "cost at most $" in out
+    export = tmp_path / "requests.jsonl"
+    assert main(["--config", str(path), "--export-requests", str(export)]) == 0
+    lines = [json.loads(x) for x in export.read_text().splitlines()]
+    assert len(lines) == n and all("Echo-judge" in x["body"]["messages"][-1]["content"] for x in lines)
+    # batch prefetch sends exactly what `collect` finds missing
+    got = collect(load_config(path), ["EchoJudge"])
+    assert len(got.missing) == n

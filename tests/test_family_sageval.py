@@ -66,7 +66,7 @@ def test_unknown_aspect(tmp_path, capsys):
 def test_cn_config_may_name_aspects_in_chinese(tmp_path):
     """A cn run validates its SAGEval list against the cn aspects (Chinese names and aliases work),
     and an unknown name is still reported with its category."""
-    from evaluate.config import parse_config
+    from evaluate.pipeline.config import parse_config
     from evaluate.families import Context, get_family
 
     fam = get_family("SAGEval")

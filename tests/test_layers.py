@@ -1,7 +1,9 @@
-"""The package layers: no import cycle between packages, and the core imports nothing above it.
+"""The layers: no import cycle between modules (each module a node, those at the root of a
+package included) nor between packages, the core imports nothing of the project, commands sit side
+by side (no command imports another), and only the command line imports the commands.
 
-A package is a folder and the modules directly in it. Every import counts, those inside functions
-too; only imports under `if TYPE_CHECKING:` are left out (they never run).
+Every import counts, those inside functions too; only imports under `if TYPE_CHECKING:` are left
+out (they never run). Each rule is also shown to catch a planted violation.
 """
 
 from __future__ import annotations
@@ -60,19 +62,70 @@ def _imports(path: Path, package: str) -> set[str]:
     return out
 
 
-def package_graph() -> dict[str, set[str]]:
+def _module_of(module: str) -> str | None:
+    """'evaluate.core.io' -> 'evaluate.core.io' if it is a file, its package if it names a package,
+    None for a name inside a module (`from x import name` adds both; the name is dropped)."""
+    path = REPO.joinpath(*module.split("."))
+    if path.with_suffix(".py").is_file():
+        return module
+    if (path / "__init__.py").is_file():
+        return module + ".__init__"
+    return None
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(REPO).with_suffix("")
+    return ".".join(rel.parts)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Every module of the project -> the project modules it imports."""
     graph: dict[str, set[str]] = {}
     for root in ROOTS:
         for path in (REPO / root).rglob("*.py"):
             pkg = path.parent.relative_to(REPO).as_posix()
-            deps = graph.setdefault(pkg, set())
+            node = _module_name(path)
+            deps = graph.setdefault(node, set())
             for mod in _imports(path, pkg):
                 if mod.split(".")[0] not in ROOTS:
                     continue
-                target = _package_of(mod)
-                if target and target != pkg:
+                target = _module_of(mod)
+                if target and target != node:
                     deps.add(target)
     return graph
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Packages (a folder and its modules) -> packages they import; a module at the root of a
+    package that holds subpackages (evaluate/cli.py) is a node of its own."""
+    def node_of(module: str) -> str:
+        parts = module.split(".")
+        pkg = "/".join(parts[:-1])
+        if len(parts) == 2 and parts[1] != "__init__" and any((REPO / parts[0]).glob("*/__init__.py")):
+            return "/".join(parts)  # a root module: its own node
+        return pkg
+
+    out: dict[str, set[str]] = {}
+    for mod, deps in module_graph().items():
+        n = node_of(mod)
+        out.setdefault(n, set()).update(node_of(d) for d in deps if node_of(d) != n)
+    return out
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    """The layer rules over a module graph; [] when they hold."""
+    problems = []
+    core = lambda m: m.startswith("evaluate.core.")  # noqa: E731
+    command = lambda m: m.startswith("evaluate.commands.") and not m.endswith((".__init__", ".common"))  # noqa: E731
+    for mod, deps in graph.items():
+        for d in sorted(deps):
+            if core(mod) and not core(d):
+                problems.append(f"the core imports the project: {mod} -> {d}")
+            if command(mod) and command(d):
+                problems.append(f"a command imports another command: {mod} -> {d}")
+            if d.startswith("evaluate.commands.") and not (mod.startswith("evaluate.commands.") or mod == "evaluate.cli"):
+                problems.append(f"only the command line imports commands: {mod} -> {d}")
+    return problems
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -112,10 +165,46 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
+def test_no_import_cycle_between_modules():
+    graph = module_graph()
+    assert "evaluate.cli" in graph and "evaluate.pipeline.run" in graph and "evaluate.core.io" in graph
+    assert _cycles(graph) == []
+
+
 def test_no_import_cycle_between_packages():
     graph = package_graph()
-    assert "evaluate/core" in graph and "evaluate/families" in graph
+    assert "evaluate/core" in graph and "evaluate/families" in graph and "evaluate/cli" in graph
     assert _cycles(graph) == []
+
+
+def test_layer_rules_hold():
+    assert layer_violations(module_graph()) == []
+
+
+def test_commands_are_modules_with_main():
+    """Every command the user types is one module with `main(argv) -> int`, listed by `eval.py help`."""
+    from evaluate.cli import COMMANDS
+
+    for name, (module, _) in COMMANDS.items():
+        path = REPO.joinpath(*module.split(".")).with_suffix(".py")
+        if not path.is_file():  # a command whose module is not in this checkout
+            continue
+        assert "def main(" in path.read_text(encoding="utf-8"), f"{name}: {module} has no main(argv)"
+
+
+def test_each_rule_catches_a_planted_violation():
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+    planted = {
+        "evaluate.core.io": {"evaluate.pipeline.run"},
+        "evaluate.commands.merge": {"evaluate.commands.run", "evaluate.commands.common"},
+        "evaluate.pipeline.run": {"evaluate.commands.report"},
+        "evaluate.cli": {"evaluate.commands.run"},
+    }
+    got = layer_violations(planted)
+    assert any("core imports" in p for p in got)
+    assert any("another command" in p and "commands.merge" in p for p in got)
+    assert any("only the command line" in p and "pipeline.run" in p for p in got)
+    assert not any("evaluate.cli" in p or "commands.common" in p for p in got)
 
 
 def test_core_imports_nothing_above_it():
@@ -124,21 +213,21 @@ def test_core_imports_nothing_above_it():
         assert graph[pkg] == set(), f"{pkg} imports {graph[pkg]}"
 
 
-def test_evaluators_build_only_on_the_core_and_backends():
-    """Judges, metrics, UniEval, RepEval, SAGEval and the statistics are peers: none of them imports
-    the families or the app layer (config, runner, results, charts...)."""
+def test_evaluators_build_only_on_the_lower_layers():
+    """Judges, metrics, models, UniEval, RepEval, SAGEval and the statistics are peers: none of them
+    imports the families, the pipeline, the commands or the report."""
     graph = package_graph()
-    above = {"evaluate", "evaluate/families", "evaluate/report"}
-    for pkg in ("evaluate/judges", "evaluate/metrics", "evaluate/stats", "evaluate/backends", "unieval", "repeval",
-                "sageval"):
+    above = {"evaluate/families", "evaluate/report", "evaluate/pipeline", "evaluate/commands", "evaluate/judgecheck",
+             "evaluate/cli", "evaluate/benchmarks"}
+    for pkg in ("evaluate/judges", "evaluate/metrics", "evaluate/stats", "evaluate/backends", "evaluate/models",
+                "unieval", "repeval", "sageval"):
         assert not graph[pkg] & above, f"{pkg} imports {graph[pkg] & above}"
 
 
 def test_the_walk_sees_function_level_imports(tmp_path):
     """The check would be worthless if it missed an import inside a function: plant one and see it."""
-    src = "def f():\n    from evaluate.families import base\n\nif TYPE_CHECKING:\n    import evaluate.runner\n"
+    src = "def f():\n    from evaluate.families import base\n\nif TYPE_CHECKING:\n    import evaluate.pipeline.run\n"
     path = tmp_path / "m.py"
     path.write_text(src)
     found = _imports(path, "evaluate/core")
-    assert "evaluate.families" in found and "evaluate.runner" not in found
-    assert _cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
+    assert "evaluate.families" in found and "evaluate.pipeline.run" not in found

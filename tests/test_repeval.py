@@ -44,7 +44,7 @@ BAD = [garble(t, i) for i, t in enumerate(GOOD)]
 @pytest.fixture(scope="session")
 def smol():
     try:
-        from evaluate.backends.weights import load_causal_lm
+        from evaluate.models.load import load_causal_lm
 
         return load_causal_lm("SmolLM2-135M-Instruct")
     except InputError as exc:

@@ -12,7 +12,7 @@ import pytest
 
 from evaluate.cli import main as eval_main
 from evaluate.report import closing_summary, write_report
-from evaluate.report.cli import main as report_main
+from evaluate.commands.report import main as report_main
 
 try:
     from tests import report_fixtures as rf

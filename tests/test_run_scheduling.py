@@ -14,8 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from evaluate.config import parse_config
-from evaluate.runner import run
+from evaluate.pipeline.config import parse_config
+from evaluate.pipeline.run import run
 from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
 
 REPO = Path(__file__).resolve().parents[1]

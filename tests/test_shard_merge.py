@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evaluate.cli import main
-from evaluate.shard import parse_shard, shard_of
+from evaluate.pipeline.shard import parse_shard, shard_of
 from evaluate.core.errors import InputError
 
 try:
@@ -91,7 +91,8 @@ def test_three_shards_merged_equal_one_unsharded_run(tmp_path, capsys):
     assert keys(merged / "judge_cache.sqlite") == keys(full / "judge_cache.sqlite")
     manifest = json.loads((merged / "manifest.json").read_text())
     assert [m["shard"] for m in manifest["merged_from"]] == [[1, 3], [2, 3], [3, 3]]
-    assert len(list((merged / "runs").glob("*.json"))) == 3
+    runs = sorted(p.name for p in (merged / "runs").glob("*.json"))  # the three shards' runs and the merge itself
+    assert len(runs) == 4 and sum("-merge-" in r for r in runs) == 1
     assert (merged / "charts" / "Metrics" / "closed_qa.png").exists()
 
 

@@ -160,16 +160,15 @@ def test_verdict():
 
 # --- scales ---------------------------------------------------------------------------------------
 def test_score_scale():
+    """The scale is the signature's (a run writes its family's declared scale there); nothing else."""
     assert score_scale("GPT/relevance", {"evaluator": "rating", "scale": [1, 5]}) == (1.0, 5.0)
     assert score_scale("GPT/relevance", {"evaluator": "rating", "scale": [1, 10]}) == (1.0, 10.0)
-    assert score_scale("GPT/relevance", {"evaluator": "battle", "scale": [1, 10]}) == (1.0, 5.0)
+    assert score_scale("GPT/relevance", {"evaluator": "battle", "scale": [1, 10]}) is None  # the reply's, not a rating's
     assert score_scale("Metrics/BLEU-4", {"scale": "0-1"}) == (0.0, 1.0)
-    assert score_scale("Metrics/BERTScore-F1", {}) == (0.0, 1.0)
-    assert score_scale("Metrics/BERTScore-F1", {"rescaled": "yes (base.tsv)"}) is None
-    assert score_scale("UniEval/summarization-fluency", {}) == (0.0, 1.0)
-    assert score_scale("SAGEval/accuracy", None) == (1.0, 5.0)
-    assert score_scale("RepEval/fluency", {"evaluator": "RepEval"}) is None
-    assert score_scale("Other/x", {}) is None
+    assert score_scale("Metrics/BERTScore-F1", {"rescaled": "yes (base.tsv)", "scale": None}) is None
+    assert score_scale("SAGEval/accuracy", None) is None
+    assert score_scale("RepEval/fluency", {"evaluator": "RepEval", "scale": None}) is None
+    assert score_scale("Other/x", {"scale": "0 to 100"}) == (0.0, 100.0)
 
 
 # --- length-controlled win rate ------------------------------------------------------------------

@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
         args = p.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 for bad flags, 0 for --help
         return int(exc.code or 0)
-    from .data import NoResults
-    from .page import write_report
+    from ..report.data import NoResults
+    from ..report.page import write_report
 
     if not (args.save_path / "results").is_dir():
         print(f"error: {args.save_path}: no results/ folder here; give the save_path of a run "

@@ -1,12 +1,6 @@
-"""Command line: `python eval.py --config FILE [...]`, `python eval.py meta-eval ...`,
-`python eval.py repeval ...`,
-`python eval.py judge-check --config FILE [--data FILE.jsonl] [--limit N]`.
-
-ColossalAI's flags work unchanged and override the config file. Exit codes: 0 success,
-1 a --fail-under threshold was missed, 2 bad input (config, answer or prompt files, flags),
-3 the run finished but an evaluator failed on some category, or a family's share of invalid scores
-reached max_invalid_share (default: all invalid; see manifest.json `errors`).
-"""
+"""`python eval.py --config FILE [FILE ...]`: the main job (also ColossalAI's flags, which override
+the config file), with `--dry-run`, `--export-requests` / `--import-results`, `--shard` and
+`--judge-check` as ways of running it."""
 
 from __future__ import annotations
 
@@ -14,34 +8,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from .config import RunConfig, load_config, parse_config
-from .core.errors import InputError
-from .core.secrets import secret_values
-from .families import family_names
-
-EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
-
-
-class _Parser(argparse.ArgumentParser):
-    """Exact flag names only (allow_abbrev=False: `--openai KEY` must not be read as --openai_key and
-    then written unscrubbed); an error message never echoes a key-shaped value."""
-
-    def __init__(self, *args, **kwargs) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> None:  # argparse's own exit code is 2 as well; keep the message short
-        self.print_usage(sys.stderr)
-        for secret in secret_values(sys.argv[1:] + self._argv):
-            message = message.replace(secret, "***")
-        print(f"error: {message}", file=sys.stderr)
-        raise SystemExit(EXIT_INPUT)
-
-    _argv: list[str] = []
-
-    def parse_args(self, args=None, namespace=None):  # remember argv, so error() can hide its secrets
-        self._argv = list(args or [])
-        return super().parse_args(args, namespace)
+from ..core.errors import InputError
+from ..families import family_names
+from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config
+from .common import EXIT_CODES, EXIT_FAIL_UNDER, EXIT_OK, EXIT_RUN_ERRORS, Parser
 
 
 def _families_arg(values: list[str] | None) -> list[str] | None:
@@ -54,8 +24,8 @@ def _families_arg(values: list[str] | None) -> list[str] | None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="eval.py", description="Evaluate LLM answers: judges, automatic metrics, UniEval, RepEval, "
-                                            "SAGEval. Subcommands: meta-eval, judge-check, repeval (see `eval.py meta-eval -h`).")
+    p = Parser(prog="eval.py", description="Evaluate LLM answers: judges, automatic metrics, UniEval, RepEval, "
+                                          "SAGEval. `eval.py help` lists the other commands.", epilog=EXIT_CODES)
     p.add_argument("--config", "--config_file", dest="config", nargs="+", metavar="FILE",
                    help="config file (.json, .yaml or .yml); several run one after the other in this process, "
                         "sharing loaded models (all are checked before the first starts)")
@@ -119,8 +89,6 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
         if len(names) != len(args.answer_file_list):
             raise InputError(f"--model_name_list has {len(names)} names for {len(args.answer_file_list)} "
                              "--answer_file_list files; give one name per file")
-        from .config import AnswerFile
-
         cfg.answers = [AnswerFile(name=n, path=Path(p)) for n, p in zip(names, args.answer_file_list)]
     elif args.model_name_list:
         if len(args.model_name_list) != len(cfg.answers):
@@ -147,7 +115,7 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
     if args.gpt_with_reference:
         cfg.gpt_with_reference = True
     if getattr(args, "shard", None):
-        from .shard import parse_shard, shard_save_path
+        from ..pipeline.shard import parse_shard, shard_save_path
 
         cfg.shard = parse_shard(args.shard)
         cfg.save_path = shard_save_path(cfg.save_path, cfg.shard)
@@ -162,12 +130,12 @@ def _judge_check(cfg: RunConfig, args: argparse.Namespace, families) -> int:
     """--judge-check N: the label-free check of this config's judge before its run (same process, so
     a local judge is loaded once). A check that fails to run is reported and the run goes on; the
     exit code then says the run's work was not all done."""
-    from .judgecheck import check_config, has_gpt_work
+    from ..judgecheck import check_config, has_gpt_work
 
     if "GPT" not in families or not has_gpt_work(cfg):
         print("judge check: this config lists no GPT metrics; nothing to check", file=sys.stderr)
         return EXIT_OK
-    from .backends.pool import JudgePool
+    from ..backends.pool import JudgePool
 
     judges = JudgePool(api_key=cfg.openai_key)
     try:
@@ -182,23 +150,28 @@ def _judge_check(cfg: RunConfig, args: argparse.Namespace, families) -> int:
     return EXIT_OK
 
 
-def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail_under) -> int:
-    if args.export_requests or args.import_results:  # evaluate/requests_io.py
+def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str]) -> int:
+    from ..pipeline.outputs import check_fail_under
+    from ..pipeline.run import plan_only, run_job
+
+    if args.export_requests or args.import_results:
         return _requests_io(cfg, args, families)
-    check_code = EXIT_OK
-    if args.judge_check is not None and not args.dry_run:
-        check_code = _judge_check(cfg, args, families)
-    manifest = run(cfg, families=families, dry_run=args.dry_run, charts=not args.no_charts)
     if args.dry_run:
-        print(manifest["plan_text"])
+        print(plan_only(cfg, families)["plan_text"])
         print("dry run: configuration, answer files and prompts are valid; nothing was scored")
         return EXIT_OK
-    from .report import closing_summary
+    check_code = EXIT_OK
+    if args.judge_check is not None:
+        check_code = _judge_check(cfg, args, families)
+    outcome = run_job(cfg, families=families, charts=not args.no_charts)
+    manifest = outcome.manifest
+    if outcome.view is not None:
+        from ..report import closing_summary
 
-    print(closing_summary(cfg.save_path.resolve()))
+        print(closing_summary(outcome.view))
     print(f"status: {manifest['status']}")
     if args.fail_under:
-        failures = check_fail_under(cfg.save_path, args.fail_under)
+        failures = check_fail_under(outcome.save.results(), args.fail_under)
         if failures:
             print("fail-under: " + "; ".join(failures), file=sys.stderr)
             return max(EXIT_FAIL_UNDER, check_code)
@@ -206,7 +179,7 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families, run, check_fail
 
 
 def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
-    from .requests_io import export_requests, import_results
+    from ..pipeline.collect import export_requests, import_results
 
     if args.export_requests and args.import_results:
         raise InputError("--export-requests and --import-results: give one of them (export, judge, import, run)")
@@ -225,67 +198,25 @@ def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
     return EXIT_OK
 
 
-def _merge_main(argv: list[str]) -> int:
-    p = _Parser(prog="eval.py merge", description="merge the save paths of sharded runs (--shard I/N) into OUT")
-    p.add_argument("out", help="the merged save path")
-    p.add_argument("dirs", nargs="+", help="the shards' save paths")
-    p.add_argument("--no-charts", action="store_true", help="do not draw charts")
-    args = p.parse_args(argv)
-    from .merge import merge
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from ..pipeline.plan import select_families
+    from ..pipeline.run import plan_only
+    from ..pipeline.thresholds import parse_all
 
-    manifest = merge(Path(args.out), [Path(d) for d in args.dirs], charts=not args.no_charts,
-                     log=lambda s: print(s, file=sys.stderr))
-    print(f"merged {len(args.dirs)} save paths into {args.out} (models: {', '.join(manifest['models'])}; "
-          f"status: {manifest['status']})")
-    return EXIT_OK if manifest["status"] == "ok" else EXIT_RUN_ERRORS
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv and argv[0] == "meta-eval":
-            from .metaeval import main as meta_main
-
-            return meta_main(argv[1:])
-        if argv and argv[0] == "report":
-            from .report.cli import main as report_main
-
-            return report_main(argv[1:])
-        if argv and argv[0] == "merge":
-            return _merge_main(argv[1:])
-        if argv and argv[0] == "judge-check":
-            from .judgecheck import main as judge_check_main
-
-            return judge_check_main(argv[1:])
-        if argv and argv[0] == "repeval":
-            from repeval.cli import main as repeval_main
-
-            return repeval_main(argv[1:])
-        args = build_parser().parse_args(argv)
-        from .runner import check_fail_under, run, select_families
-        from .thresholds import parse_all
-
-        parse_all(args.fail_under)  # a malformed threshold is refused before any work, not after the run
-
-        families = select_families(_families_arg(args.only), _families_arg(args.skip))
-        configs = configs_from_args(args)
-        if args.judge_check is not None and args.judge_check < 1:
-            raise InputError(f"--judge-check: expected a positive number of pairs per corruption, got {args.judge_check}")
-        if (args.export_requests or args.import_results) and len(configs) > 1:
-            raise InputError("--export-requests / --import-results work on one config at a time")
-        if len(configs) > 1:  # every file checked (plan, answers, prompts) before any scoring starts
-            for cfg in configs:
-                run(cfg, families=families, dry_run=True, charts=False)
-        code = EXIT_OK
-        for i, cfg in enumerate(configs):
-            if len(configs) > 1:
-                print(f"== config {i + 1} of {len(configs)}: {args.config[i]}")
-            code = max(code, _run_one(cfg, args, families, run, check_fail_under))
-        return code
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except OSError as exc:  # a file or folder the run needs: name it, no traceback (what was written stays)
-        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f) or "a file"
-        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_INPUT
+    parse_all(args.fail_under)  # a malformed threshold is refused before any work, not after the run
+    families = select_families(_families_arg(args.only), _families_arg(args.skip))
+    configs = configs_from_args(args)
+    if args.judge_check is not None and args.judge_check < 1:
+        raise InputError(f"--judge-check: expected a positive number of pairs per corruption, got {args.judge_check}")
+    if (args.export_requests or args.import_results) and len(configs) > 1:
+        raise InputError("--export-requests / --import-results work on one config at a time")
+    if len(configs) > 1:  # every file checked (plan, answers, prompts) before any scoring starts
+        for cfg in configs:
+            plan_only(cfg, families)
+    code = EXIT_OK
+    for i, cfg in enumerate(configs):
+        if len(configs) > 1:
+            print(f"== config {i + 1} of {len(configs)}: {args.config[i]}")
+        code = max(code, _run_one(cfg, args, families))
+    return code

@@ -27,6 +27,9 @@ The hooks, in the order the runner calls them:
 - `score_run(ctx, categories)`: run-wide work after every model was scored (battles); returns
   the files it wrote.
 
+A family that asks the judge says so (`uses_judge(ctx)`): the judge's requests are then collected
+for `--dry-run`'s cost, `--export-requests` and batch prefetch without any list of family names.
+
 Two optional declarations let the runner work on units side by side when the judge is an HTTP
 server (evaluate/schedule.py): `judge_bound(ctx)` says that `score` only asks the judge (it may
 then run in a thread beside other units; it must not depend on their order), and
@@ -71,6 +74,7 @@ class Context:
     judges: Any = None  # the run's JudgePool (None while validating)
     memo: dict[str, Any] = field(default_factory=dict)  # per-run store for loaded models, fitted directions
     save_path: Path | None = None
+    save: Any = None  # the run's SaveDir: battles and rankings go through it (add_battle, set_ranking)
     log: Callable[[str], None] = lambda s: None
     family: str = ""
 
@@ -103,6 +107,10 @@ class Family:
     Options: ClassVar[type] = NoOptions
     scale: ClassVar[tuple[float, float] | None] = None  # the range of its scores (None: unbounded)
     run_independent: ClassVar[bool] = False  # score_run reads only the answers, not score's outputs
+
+    def uses_judge(self, ctx: Context) -> bool:
+        """Whether this family sends requests to the run's judge (with these options)."""
+        return False
 
     def judge_bound(self, ctx: Context) -> bool:
         """Whether `score` only asks the run's judge (safe in a thread beside other units)."""

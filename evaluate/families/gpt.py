@@ -76,6 +76,9 @@ class GPTFamily(Family):
     scale = (1.0, 5.0)
     run_independent = True  # battles read the answers only
 
+    def uses_judge(self, ctx):
+        return True
+
     def judge_bound(self, ctx):
         return True
 
@@ -131,7 +134,7 @@ class GPTFamily(Family):
         """Battles between every pair of models, per category and overall."""
         if not wants_battle(ctx):
             return None
-        from ..judges import rank
+        from ..stats.bradley_terry import rank
 
         answers = {s.name: [r for r in s.records if "GPT" in categories.get(r.category, {})] for s in ctx.sets}
         if not any(answers.values()):
@@ -147,9 +150,7 @@ class GPTFamily(Family):
             data["summary"] = clean_json(res.summary())
             data["by_category"] = by_category(res)
             data["controlled"] = controlled(data, outputs[res.model_a], outputs[res.model_b])
-            path = ctx.save_path / "battles" / f"{safe_name(res.model_a)}__vs__{safe_name(res.model_b)}.json"
-            atomic_write_json(path, data)
-            written.append(str(path))
+            written.append(str(ctx.save.add_battle(res.model_a, res.model_b, data)))
             s = data["summary"]
             w = s.get("weighted")
             ctx.log(f"battle {res.model_a} vs {res.model_b}: {s['wins']} wins / {s['ties']} ties / {s['losses']} "
@@ -161,9 +162,7 @@ class GPTFamily(Family):
             try:
                 ranking = rank(results).to_dict()
                 ranking["style_controlled"] = style_controlled_ranking(results, outputs)
-                path = ctx.save_path / "battles" / "ranking.json"
-                atomic_write_json(path, ranking)
-                out["ranking"] = str(path)
+                out["ranking"] = str(ctx.save.set_ranking(ranking))
             except InputError as exc:
                 out["ranking_error"] = str(exc)
         return out

@@ -7,6 +7,8 @@ named there (used or not), so a typo is refused before anything runs.
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Sequence
 
 from ..core.errors import InputError
@@ -32,11 +34,18 @@ def check_metric_options(metric_options: Any, language: str) -> list[str]:
         else:
             try:
                 build(METRICS.canonical(name), language, **opts)
-            except InputError as exc:
-                problems.append(f"{where}: {exc}")
-            except (TypeError, ValueError) as exc:
-                problems.append(f"{where}: {exc}")
+            except (InputError, TypeError, ValueError) as exc:
+                problems.append(_with_key_path(where, str(exc)))
     return problems
+
+
+_OPTION_MESSAGE = re.compile(r"^[\w .+-]+: option (\w+)(?::\s*|\s+)(.*)$", re.S)
+
+
+def _with_key_path(where: str, message: str) -> str:
+    """'BERTScore: option num_layers: expected ...' -> 'metric_options.BERTScore.num_layers: expected ...'."""
+    m = _OPTION_MESSAGE.match(message)
+    return f"{where}.{m.group(1)}: {m.group(2)}" if m else f"{where}: {message}"
 
 
 @register_family

@@ -64,6 +64,9 @@ class SAGEvalFamily(Family):
         per_item = 2 + (2 * len(names) if weighted else 0)
         return {"scores": n_items * len(names), "judge_calls": n_items * per_item}
 
+    def uses_judge(self, ctx):
+        return True
+
     def judge_bound(self, ctx):
         return True
 

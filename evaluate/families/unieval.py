@@ -51,6 +51,9 @@ class UniEvalFamily(Family):
     Options = UniEvalOptions
     scale = (0.0, 1.0)
 
+    def uses_judge(self, ctx):
+        return ctx.options.evaluator == "judge"
+
     def judge_bound(self, ctx):
         return ctx.options.evaluator == "judge"
 

@@ -1,16 +1,26 @@
 """Automatic metrics, registered by the names ColossalAI configs use.
 
-Importing this package registers every metric in `METRICS`; `build` turns a config name
+Each module of this folder registers its metrics in `METRICS` when imported, and importing this
+package imports them all: adding a metric is adding a file. `build` turns a config name
 (any alias, any case) into a ready Metric. Heavy libraries (torch, the encoder) load only
 when a metric that needs them first scores.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from typing import Any
 
-from . import bertscore, bleu, chrf, distinct, overlap, rouge  # noqa: F401  (registers the metrics)
 from .base import METRICS, Metric, MetricInput
+
+def _discover() -> None:
+    for info in pkgutil.iter_modules(__path__):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+_discover()
 
 
 def build(name: str, language: str = "en", **options: Any) -> Metric:

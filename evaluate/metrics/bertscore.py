@@ -79,7 +79,11 @@ class BertScore(LibraryMetric):
             raise InputError(f"BERTScore: option model: no such local model folder {self.model_path!r} (no hub downloads)")
         if o["num_layers"] is None and o["model"]:
             raise InputError("BERTScore: option num_layers is required with a custom model (which layer to use)")
-        self.num_layers = int(o["num_layers"] or DEFAULT_LAYERS)
+        layers = o["num_layers"]
+        if layers is not None and (not isinstance(layers, int) or isinstance(layers, bool) or layers < 1):
+            raise InputError(f"BERTScore: option num_layers: expected a positive integer (the encoder layer to use), "
+                             f"got {layers!r}")
+        self.num_layers = int(layers or DEFAULT_LAYERS)
         if not isinstance(o["batch_size"], int) or o["batch_size"] < 1:
             raise InputError(f"BERTScore: option batch_size must be a positive integer, got {o['batch_size']!r}")
         if o["rescale_with_baseline"]:

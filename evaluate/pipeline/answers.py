@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .core.errors import ConfigError, InputError
-from .core.records import Record
-from .core.io import parse_jsonl, read_text
+from ..core.errors import ConfigError, InputError
+from ..core.records import Record
+from ..core.io import parse_jsonl, read_text
 
 REQUIRED = {"category": str, "instruction": str, "output": str}
 MAX_LISTED = 10

@@ -16,9 +16,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .core.io import safe_name
+from ..core.io import safe_name
 from .results import ModelResults
-from .stats.scales import score_scale
+from ..stats.scales import score_scale
 
 
 def family_scale(results: list[ModelResults], family: str) -> tuple[float, float] | None:
@@ -55,7 +55,10 @@ def _collect(results: list[ModelResults]) -> dict[str, dict[str, dict[str, dict[
     return table
 
 
-def write_charts(save_path: Path, results: list[ModelResults]) -> list[Path]:
+def write_charts(save_path: Path, results: list[ModelResults], *,
+                 battles: dict[str, dict[str, Any]] | None = None) -> list[Path]:
+    """Bars per family and category, an overview per family, and a chart per battle (`battles`: stem ->
+    battle file content; None: read from the save path's battles/)."""
     if not results:
         return []
     plt = _plt()
@@ -69,7 +72,7 @@ def write_charts(save_path: Path, results: list[ModelResults]) -> list[Path]:
         for cat, by_name in sorted(cats.items()):
             written.append(_bars(plt, folder / f"{safe_name(cat)}.png", family, cat, by_name, models, colors, scale))
         written.append(_overview(plt, folder / "overview.png", family, cats, models, scale))
-    written.extend(write_battle_charts(save_path))
+    written.extend(write_battle_charts(save_path, battles))
     return written
 
 
@@ -150,7 +153,7 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None or x != x else f"{x:.3f}"
 
 
-def write_battle_charts(save_path: Path) -> list[Path]:
+def write_battle_charts(save_path: Path, battles: dict[str, dict[str, Any]] | None = None) -> list[Path]:
     """charts/GPT/battle_<a>__vs__<b>.png from each battles/<a>__vs__<b>.json.
 
     Two panels when the judge gave log-probabilities: the parsed verdicts (a verdict that flips
@@ -159,14 +162,20 @@ def write_battle_charts(save_path: Path) -> list[Path]:
     separates the models on the second, so a chart of one alone would mislead."""
     import json
 
+    if battles is None:
+        battles = {}
+        for src in sorted((save_path / "battles").glob("*__vs__*.json")):
+            try:
+                battles[src.stem] = json.loads(src.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
     written = []
-    for src in sorted((save_path / "battles").glob("*__vs__*.json")):
+    for stem, data in sorted(battles.items()):
         try:
-            data = json.loads(src.read_text(encoding="utf-8"))
             s, cats = data["summary"], data.get("by_category", {})
-        except (OSError, ValueError, KeyError, TypeError):
+        except (KeyError, TypeError):
             continue
-        written.append(_battle_chart(save_path, src.stem, s, cats))
+        written.append(_battle_chart(save_path, stem, s, cats))
     return written
 
 

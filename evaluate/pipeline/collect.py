@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .backends.base import Backend, Completion, JudgeRequest, ProgressFn
-from .backends.batch import batch_line, parse_result_line, request_body
-from .backends.cache import CachedBackend
-from .backends.pool import JudgePool
+from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
+from ..backends.batch import batch_line, parse_result_line, request_body
+from ..backends.cache import CachedBackend
+from ..backends.pool import JudgePool
 from .config import RunConfig
-from .core.errors import InputError
+from .savedir import SaveDir
+from ..core.errors import InputError
 
 EXPORTED = "not judged yet: exported for a batch engine"
 
@@ -111,19 +112,13 @@ class _RecordingPool(JudgePool):
 def _identity(opts) -> Backend:
     """The judge's backend object for its signature and capabilities only (no call is made, no key needed)."""
     if opts.backend == "openai":
-        from .backends.openai_compat import OpenAICompatBackend
+        from ..backends.openai_compat import OpenAICompatBackend
 
         return OpenAICompatBackend(opts.model, base_url=opts.base_url or "http://127.0.0.1:1/v1",
                                    api_key="EMPTY", concurrency=opts.concurrency, timeout=opts.timeout)
-    from .backends.local import LocalBackend
+    from ..backends.local import LocalBackend
 
     return LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead)
-
-
-def _uses_judge(fam: str, ctx: Any) -> bool:
-    if fam in ("GPT", "SAGEval"):
-        return True
-    return fam == "UniEval" and getattr(ctx.options, "evaluator", "t5") == "judge"
 
 
 @dataclass
@@ -136,8 +131,8 @@ class Collected:
 
 def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = lambda s: None) -> Collected:
     """Every judge request the run would make now (see the module docstring)."""
-    from .data import load_answer_sets
-    from .runner import build_plan, family_context, limit_records
+    from .answers import load_answer_sets
+    from .plan import build_plan, family_context, limit_records
     from .shard import apply_shard
 
     if not cfg.answers:
@@ -150,8 +145,9 @@ def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = la
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
     with tempfile.TemporaryDirectory(prefix="eval-export-") as tmp:
         pool = _RecordingPool(Path(tmp))
-        ctxs = {f: family_context(cfg, f, sets, judges=pool, save_path=Path(tmp), log=log)
-                for f in fam_objs if _uses_judge(f, contexts[f])}
+        ctxs = {f: family_context(cfg, f, sets, judges=pool, save_path=Path(tmp),
+                                 save=SaveDir(Path(tmp)), log=log)
+                for f, obj in fam_objs.items() if obj.uses_judge(contexts[f])}
         for s in sets:
             by_cat: dict[str, list] = {}
             for r in s.records:
@@ -194,7 +190,7 @@ def import_results(cfg: RunConfig, families: list[str], path: Path, *,
                    log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Load a batch engine's output into the judge cache; refuses the whole file (InputError) on an
     unknown custom_id or a reply from another model, before storing anything."""
-    from .families.base import judge_cache_path
+    from ..families.base import judge_cache_path
 
     cache_path = judge_cache_path(cfg)
     if cache_path is None:
@@ -284,7 +280,7 @@ def prefetch_batches(cfg: RunConfig, families: list[str], judges: JudgePool, *, 
     depends on those replies (SAGEval's second agent, re-asks) is the next round. Requests that
     failed for good are not asked again in this run. Returns the number of rounds sent.
     """
-    from .families.base import judge_cache_path
+    from ..families.base import judge_cache_path
 
     backend = judges.backend(cfg.judge, judge_cache_path(cfg))
     tried: set[str] = set()

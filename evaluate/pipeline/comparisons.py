@@ -1,4 +1,4 @@
-"""Paired comparisons of every pair of models in a save path (issue 13).
+"""Paired comparisons of every pair of models in a save path.
 
 Reads result dicts (the JSON of ``results/<model>.json``) and writes, under the save path:
 
@@ -11,6 +11,10 @@ score in both. An id whose score is invalid in either model is left out of the p
 ``dropped``. Holm's adjustment runs over every row with a p-value in the save path (all pairs,
 categories, scores, the "(all)" rows included), so the verdicts of a large table hold together at
 ``alpha``; this is conservative, which is the honest direction. Scores are higher-is-better.
+
+Two models' scores of one key are compared only when their signatures agree (evaluator, judge,
+prompt hash, tokenizer, options; `results.same_signature`): otherwise the row says "not
+comparable", names both signatures (`signature_a`, `signature_b`) and has no test.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.io import atomic_write_json, atomic_write_text, clean_json, safe_name
-from .stats.paired import TEST_PERMUTATION, TEST_WILCOXON, holm, paired_compare, verdict
-from .stats.scales import score_scale
+from ..core.io import atomic_write_json, atomic_write_text, clean_json
+from ..stats.paired import TEST_PERMUTATION, TEST_WILCOXON, holm, paired_compare, verdict
+from ..stats.scales import score_scale
+from .results import same_signature, signature_diff
+from .savedir import battle_stem
 
 SCHEMA = "llm-eval-comparison/1"
 ALL = "(all)"
@@ -60,8 +66,17 @@ def _pair_values(ids: list[str], ia: dict, ib: dict, key: str) -> tuple[list[flo
     return xa, xb, dropped
 
 
+NOT_COMPARABLE = "not comparable: the two models' scores were made differently (signatures differ)"
+
+
 def _row(category: str, key: str, signature: dict, xa: list[float], xb: list[float], dropped: int,
-         resamples: int, seed: int) -> dict[str, Any]:
+         resamples: int, seed: int, signature_b: dict | None = None) -> dict[str, Any]:
+    if signature_b is not None and not same_signature(signature, signature_b):
+        return {"category": category, "score": key, "signature": signature, "signature_a": signature,
+                "signature_b": signature_b, "scale": None, "n": len(xa), "dropped": dropped,
+                "mean_a": sum(xa) / len(xa) if xa else None, "mean_b": sum(xb) / len(xb) if xb else None,
+                "diff": None, "ci95": None, "p": None, "p_holm": None, "test": None, "mde": None,
+                "effect_size": None, "verdict": NOT_COMPARABLE, "better": None}
     res = paired_compare(xa, xb, resamples=resamples, seed=seed, level=LEVEL, alpha=ALPHA, power=POWER)
     scale = score_scale(key, signature)
     return {"category": category, "score": key, "signature": signature, "scale": list(scale) if scale else None,
@@ -77,17 +92,18 @@ def _pair_rows(ra: dict[str, Any], rb: dict[str, Any], resamples: int, seed: int
     for i in shared:
         by_cat.setdefault(str(ia[i].get("category", "")), []).append(i)
     sigs = ra.get("signatures", {}) or {}
+    sigs_b = rb.get("signatures", {}) or {}
     rows = []
     for cat in sorted(by_cat):
         ids = by_cat[cat]
         keys = _keys(ia[i] for i in ids) & _keys(ib[i] for i in ids)  # scored for both models
         for key in sorted(keys):
             xa, xb, dropped = _pair_values(ids, ia, ib, key)
-            rows.append(_row(cat, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed))
+            rows.append(_row(cat, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed, sigs_b.get(key, {})))
     all_keys = _keys(ia[i] for i in shared) & _keys(ib[i] for i in shared)
     for key in sorted(all_keys):
         xa, xb, dropped = _pair_values(shared, ia, ib, key)
-        rows.append(_row(ALL, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed))
+        rows.append(_row(ALL, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed, sigs_b.get(key, {})))
     return rows
 
 
@@ -115,6 +131,8 @@ def compare_results(results: list[dict[str, Any]], *, resamples: int = 2000,
     out = {}
     for (a, b), rows in tables.items():
         for row in rows:
+            if row["verdict"] == NOT_COMPARABLE:
+                continue
             row["verdict"] = verdict(row["p_holm"], row["diff"], ALPHA)
             row["better"] = {"A better": a, "B better": b}.get(row["verdict"])
         out[(a, b)] = {"schema": SCHEMA, "model_a": a, "model_b": b, "method": _method(n_tests, resamples, seed),
@@ -150,17 +168,25 @@ def _csv_text(comparisons: dict[tuple[str, str], dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
-def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *, resamples: int = 2000,
-                      seed: int = 0) -> list[Path]:
-    """Write comparisons/*.json and comparisons.csv; `results` defaults to every results/*.json found."""
-    save_path = Path(save_path)
-    if results is None:
-        results = load_results(save_path)
-    comparisons = compare_results(results, resamples=resamples, seed=seed)
-    folder = save_path / "comparisons"
+def not_comparable(comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """One line per (pair, score) refused because the signatures differ, naming both."""
+    out = []
+    for (a, b), comp in comparisons.items():
+        seen = set()
+        for row in comp["rows"]:
+            if row["verdict"] == NOT_COMPARABLE and row["score"] not in seen:
+                seen.add(row["score"])
+                out.append(f"{a} vs {b}: {row['score']} not compared, the scores were made differently: "
+                           + signature_diff(row["signature_a"], row["signature_b"], a, b))
+    return out
+
+
+def write_comparison_files(save_path: Path, comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[Path]:
+    """comparisons/<a>__vs__<b>.json and comparisons.csv."""
+    folder = Path(save_path) / "comparisons"
     written = []
     for (a, b), comp in comparisons.items():
-        path = folder / f"{safe_name(a)}__vs__{safe_name(b)}.json"
+        path = folder / f"{battle_stem(a, b)}.json"
         atomic_write_json(path, comp)
         written.append(path)
     if comparisons:
@@ -168,3 +194,12 @@ def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = No
         atomic_write_text(path, _csv_text(comparisons))
         written.append(path)
     return written
+
+
+def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *, resamples: int = 2000,
+                      seed: int = 0) -> list[Path]:
+    """Write comparisons/*.json and comparisons.csv; `results` defaults to every results/*.json found."""
+    save_path = Path(save_path)
+    if results is None:
+        results = load_results(save_path)
+    return write_comparison_files(save_path, compare_results(results, resamples=resamples, seed=seed))

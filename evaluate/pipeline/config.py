@@ -31,16 +31,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .backends.options import JudgeOptions
-from .core.errors import ConfigError
-from .core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
-from .core.options import parse_options, short as _short, type_name as _type_name
-from .core.registry import suggest
-from .core.secrets import scrub_url
-from .families import FAMILY_REGISTRY, family_names
-from .families.metrics import check_metric_options
+from ..backends.options import JudgeOptions
+from ..core.errors import ConfigError
+from ..core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
+from ..core.options import parse_options, short as _short, type_name as _type_name
+from ..core.registry import suggest
+from ..core.secrets import scrub_url
+from ..families import FAMILY_REGISTRY, family_names
+from ..families.metrics import check_metric_options
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
@@ -107,7 +107,7 @@ class RunConfig:
                 "battle": str(self.battle_prompt) if self.battle_prompt else None,
                 "evaluation": str(self.evaluation_prompt) if self.evaluation_prompt else None,
             },
-            "judge": {**asdict(self.judge), "base_url": scrub_url(self.judge.base_url) if self.judge.base_url else None},
+            "judge": scrubbed_judge(self.judge),
             "gpt_with_reference": self.gpt_with_reference,
             "metric_options": self.metric_options,
             **{key: self.blocks.get(key, {}) for key in top_level_keys() if key not in BASE_KEYS},
@@ -129,6 +129,18 @@ class RunConfig:
     def default_prompt(self, kind: str) -> Path:
         """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language."""
         return REPO_ROOT / "prompts" / f"{kind}_prompt_{self.language}.json"
+
+
+def scrubbed_judge(judge: JudgeOptions) -> dict[str, Any]:
+    """The judge block as written to manifests and shown by --dry-run: every server URL (one, a list of
+    replicas, or endpoints) without credentials."""
+    out = asdict(judge)
+    urls = out.get("base_url")
+    out["base_url"] = [scrub_url(u) for u in urls] if isinstance(urls, list) else scrub_url(urls) if urls else None
+    if out.get("endpoints"):
+        out["endpoints"] = [{**e, "base_url": scrub_url(str(e.get("base_url", "")))} if isinstance(e, dict) else e
+                            for e in out["endpoints"]]
+    return out
 
 
 class _Checker:

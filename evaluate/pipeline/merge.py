@@ -1,4 +1,4 @@
-"""`eval.py merge OUT DIR...`: join the save paths of sharded runs (`--shard I/N`) into one.
+"""Join the save paths of sharded runs (`--shard I/N`) into one (`eval.py merge OUT DIR...`).
 
 - results/<model>.json: items of every shard, in the answer file's order (the order an unsharded
   run writes); signatures joined (a key signed differently by two shards is refused: they were not
@@ -10,7 +10,8 @@
   summaries recomputed with the same BattleResult code as a run; ranking.json recomputed.
 - judge_cache.sqlite: every shard's rows copied (a re-run of the whole config from OUT pays nothing).
 - runs/: every shard's run manifests; manifest.json lists the shards' runs.
-- summary.csv, charts, comparisons (when a shard had them) and the report (when available).
+- summary.csv, charts, comparisons, the report and the manifest: written as a run writes them
+  (evaluate.pipeline.outputs), from the merged results.
 Shards that overlap (an item in two of them) are refused.
 """
 
@@ -24,9 +25,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from .core.errors import InputError
-from .core.io import atomic_write_json, clean_json
-from .results import ModelResults, load_all, write_summary_csv
+from ..core.errors import InputError
+from ..core.io import atomic_write_json, clean_json
+from .outputs import write_outputs
+from .results import ModelResults, load_all
+from .savedir import SaveDir
 
 
 def _answer_order(path: str) -> list[str]:
@@ -59,7 +62,7 @@ def _manifest(d: Path) -> dict[str, Any]:
 
 
 def _recompute_corpus(res: ModelResults, keys: dict[str, set[str]], config: dict[str, Any]) -> None:
-    from .metrics import METRICS, MetricInput, build
+    from ..metrics import METRICS, MetricInput, build
 
     language = config.get("language", "en")
     options = config.get("metric_options") or {}
@@ -88,7 +91,7 @@ def _recompute_corpus(res: ModelResults, keys: dict[str, set[str]], config: dict
 
 
 def _battle_from_dict(data: dict[str, Any], items: list[dict[str, Any]]):
-    from .judges.battle import BattleItem, BattleResult, OrderJudgment
+    from ..judges.battle import BattleItem, BattleResult, OrderJudgment
 
     out = []
     for it in items:
@@ -106,7 +109,7 @@ def _battle_from_dict(data: dict[str, Any], items: list[dict[str, Any]]):
 
 
 def _merge_cache(out: Path, sources: list[Path]) -> int:
-    from .backends.cache import _SCHEMA
+    from ..backends.cache import _SCHEMA
 
     target = out / "judge_cache.sqlite"
     conn = sqlite3.connect(target, isolation_level=None)
@@ -164,15 +167,16 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
             m.runs += [r for r in res.runs if r not in m.runs]
             for cat, vals in res.corpus.items():
                 corpus_keys.setdefault(res.model, {}).setdefault(cat, set()).update(vals)
+    save = SaveDir(out, log=log)
     for model, m in merged.items():
         m.items = {k: m.items[k] for k in _ordered(m.items, orders[model])}
         m.skipped_categories = dict(sorted(m.skipped_categories.items()))
         _recompute_corpus(m, corpus_keys.get(model, {}), config)
-        m.save(out)
+        save.models[model] = m
     first_order = next(iter(orders.values()), [])
 
     # ---------------------------------------------------------------- battles
-    from .families.gpt import by_category, controlled, style_controlled_ranking
+    from ..families.gpt import by_category, controlled, style_controlled_ranking
 
     outputs = {model: {i: it.get("output", "") for i, it in m.items.items()} for model, m in merged.items()}
 
@@ -180,7 +184,6 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
     for d in dirs:
         for p in sorted((d / "battles").glob("*__vs__*.json")) if (d / "battles").is_dir() else []:
             battles.setdefault(p.name, []).append(json.loads(p.read_text(encoding="utf-8")))
-    written_battles = []
     results = []
     for name, parts in sorted(battles.items()):
         items: dict[str, dict[str, Any]] = {}
@@ -194,16 +197,15 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
         data["summary"] = clean_json(res.summary())
         data["by_category"] = by_category(res)
         data["controlled"] = controlled(data, outputs.get(res.model_a, {}), outputs.get(res.model_b, {}))
-        atomic_write_json(out / "battles" / name, data)
-        written_battles.append(str(out / "battles" / name))
+        save.add_battle(res.model_a, res.model_b, data)
         results.append(res)
     if len(merged) > 2 and results:
-        from .judges import rank
+        from ..stats.bradley_terry import rank
 
         try:
             ranking = rank(results).to_dict()
             ranking["style_controlled"] = style_controlled_ranking(results, outputs)
-            atomic_write_json(out / "battles" / "ranking.json", ranking)
+            save.set_ranking(ranking)
         except InputError as exc:
             log(f"merge: ranking: {exc}")
 
@@ -229,29 +231,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
             (out / "runs").mkdir(exist_ok=True)
             for p in (d / "runs").glob("*.json"):
                 shutil.copy2(p, out / "runs" / p.name)
-    all_results = load_all(out)
-    files: dict[str, Any] = {"results": [str(ModelResults.path_for(out, r.model)) for r in all_results],
-                             "battles": written_battles,
-                             "summary_csv": str(write_summary_csv(out, all_results)) if all_results else None}
-    if any((d / "comparisons").is_dir() for d in dirs) and len(all_results) >= 2:
-        from .comparisons import write_comparisons
-
-        write_comparisons(out)
-        files["comparisons"] = str(out / "comparisons")
     errors = [dict(e, shard=str(d)) for d, m in zip(dirs, manifests) for e in m.get("errors", [])]
-    if charts and all_results:
-        try:
-            from .charts import write_charts
-
-            files["charts"] = [str(p) for p in write_charts(out, all_results)]
-        except Exception as exc:  # charts are a view
-            errors.append({"error": f"charts: {type(exc).__name__}: {exc}"})
-    try:
-        from . import report  # type: ignore[attr-defined]
-    except ImportError:
-        report = None
-    if report is not None and hasattr(report, "write_report"):
-        files["report"] = str(report.write_report(out))
     now = datetime.now(timezone.utc)
     manifest = {
         "run_id": now.strftime("%Y%m%dT%H%M%SZ") + "-merge-" + uuid.uuid4().hex[:6],
@@ -260,7 +240,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
                          "shard": m.get("shard")} for d, m in zip(dirs, manifests)],
         "config": config, "config_hash": next((m.get("config_hash") for m in manifests if m.get("config_hash")), None),
         "models": sorted(merged), "finished": now.isoformat(timespec="seconds"), "errors": errors,
-        "judge_cache_rows": cache_rows, "notes": notes, "outputs_files": files,
+        "judge_cache_rows": cache_rows, "notes": notes,
     }
-    atomic_write_json(out / "manifest.json", manifest)
+    write_outputs(save, manifest, charts=charts)
     return manifest

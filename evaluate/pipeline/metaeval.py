@@ -23,30 +23,28 @@ Evaluator names: a metric name (`ROUGE`, `BLEU`, ...) or `FAMILY:NAME` (`Metrics
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .config import parse_config
-from .core.errors import InputError
+from ..core.errors import InputError
 from types import SimpleNamespace
 
-from .backends.pool import JudgePool
-from .families import Context, family_names, get_family
-from .families.gpt import battle_judge
-from .core.records import Record
-from .core.io import atomic_write_json, check_output_dir, read_jsonl as core_read_jsonl
+from ..backends.pool import JudgePool
+from ..families import Context, family_names, get_family
+from ..families.gpt import battle_judge
+from ..core.records import Record
+from ..core.io import read_jsonl as core_read_jsonl
 
 
 PAIR_LABELS = ("a", "b", "tie")
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
+def read_metaeval_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of a meta-evaluation file, each checked: an object; a pairwise file's rows (the first
     row has response_a, response_b and label) all have both responses as text (a JSON number or
     true/false, as some PandaLM answers are, becomes its text) and a label a/b/tie."""
@@ -84,7 +82,7 @@ def parse_evaluator(spec: str) -> tuple[str, str]:
     if ":" in spec:
         fam, _, name = spec.partition(":")
         if fam not in family_names() and fam != "baseline":
-            from .core.registry import suggest
+            from ..core.registry import suggest
 
             raise InputError(f'--evaluator "{spec}": unknown family "{fam}"{suggest(fam, family_names())}')
         return fam, name
@@ -237,7 +235,7 @@ def _is_pairwise(rows: list[dict[str, Any]]) -> bool:
 def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", options: dict | None = None,
                  docs: int | None = None, limit: int | None = None, extra_config: dict | None = None,
                  config_source: Path | None = None, sample: int | None = None, seed: int = 0) -> dict[str, Any]:
-    rows = read_jsonl(data)
+    rows = read_metaeval_rows(data)
     if _is_pairwise(rows):
         rows = [r for r in rows if r.get("label") != "tie"]
     if docs is not None:
@@ -402,44 +400,3 @@ def format_report(report: dict[str, Any]) -> str:
             cells = [f"{per_dim[d][level]['spearman']:.3f}" if level in per_dim[d] else "-" for d in dims]
             lines.append(f"| {key} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="eval.py meta-eval", description=__doc__.split("\n\n")[0],
-                                allow_abbrev=False)
-    p.add_argument("--data", required=True, help="a ../shared/data/metaeval/*.jsonl file (or the same schema)")
-    p.add_argument("--evaluator", required=True, nargs="+", help="e.g. ROUGE BLEU Length UniEval:summarization-fluency")
-    p.add_argument("--output", help="write the full report (JSON) here")
-    p.add_argument("--language", default="en", choices=["en", "cn"])
-    p.add_argument("--set", action="append", default=[], metavar="NAME.option=value",
-                   help="metric option, e.g. ROUGE.multi_ref=mean (repeatable)")
-    p.add_argument("--config", help="a run config whose judge / path_for_UniEval / repeval settings to use")
-    p.add_argument("--docs", type=int, help="only the first N documents (by doc_id order of appearance)")
-    p.add_argument("--limit", type=int, help="only the first N rows")
-    p.add_argument("--sample", type=int, help="a random N of the rows (after --docs/--limit), seeded by --seed")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    for value, flag in ((args.docs, "--docs"), (args.limit, "--limit"), (args.sample, "--sample")):
-        _positive(value, flag)
-    if args.output:  # checked before any scoring, not after
-        out = Path(args.output)
-        if out.is_dir():
-            raise InputError(f"--output {out}: is a folder; give a file name such as {out / 'report.json'}")
-        check_output_dir(out.parent, "--output folder")
-    extra: dict[str, Any] = {}
-    if args.config:
-        from .config import read_structured
-
-        raw = read_structured(Path(args.config))
-        if not isinstance(raw, dict):
-            raise InputError(f"{args.config}: expected a mapping at the top level")
-        extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "unieval", "repeval", "sageval", "prompts")}
-    report = run_metaeval(Path(args.data), args.evaluator, language=args.language, options=parse_sets(args.set),
-                          docs=args.docs, limit=args.limit, extra_config=extra,
-                          config_source=Path(args.config) if args.config else None,
-                          sample=args.sample, seed=args.seed)
-    print(format_report(report))
-    if args.output:
-        atomic_write_json(Path(args.output), report)
-        print(f"report: {args.output}", file=sys.stderr)
-    return 0

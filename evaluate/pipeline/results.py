@@ -1,17 +1,10 @@
-"""Result files: per-model JSON (every item, every score, aggregates, signatures), CSV summary.
+"""One model's results under a save path (`ModelResults`: every item, every score, signatures,
+aggregates) and the long-format summary CSV.
 
-Layout under `save_path`:
-
-    results/<model>.json   one per model; merged across runs (see `ModelResults.load`)
-    summary.csv            every aggregate of every model found in results/ (long format)
-    battles/*.json         pairwise judge battles (written by the GPT family)
-    manifest.json          the last run: config and hash, versions, models, times, counts, errors
-    runs/<run_id>.json     every run's manifest
-    charts/*.png           comparison charts of all models found in results/
-
-Score keys are "<Family>/<name>", e.g. "Metrics/BLEU-4", "GPT/relevance", "UniEval/summarization-fluency".
-A result file is rewritten (atomically) after every category and family, so an interrupted run
-keeps everything computed before the interruption.
+Score keys are "<Family>/<name>", e.g. "Metrics/BLEU-4", "GPT/relevance",
+"UniEval/summarization-fluency". `evaluate.pipeline.savedir.SaveDir` owns the files; a result
+file keeps the scores of earlier runs (other families, other categories) as long as the answer
+text and the score's signature are unchanged.
 """
 
 from __future__ import annotations
@@ -24,13 +17,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .core.errors import InputError
-from .core.io import atomic_write_json, atomic_write_text, safe_name, sha256_text  # noqa: F401  (re-exported)
-from .core.records import Record
-from .stats.scales import score_scale
-from .core.scores import ItemScores
+from ..core.errors import InputError
+from ..core.io import atomic_write_json, atomic_write_text, safe_name, sha256_text
+from ..core.records import Record
+from ..stats.scales import score_scale
+from ..core.scores import ItemScores
 
 SCHEMA = "llm-eval-results/1"
+
+
+# signature fields that describe the run around a score, not how it was made
+SIGNATURE_VIEW_FIELDS = ("judge_check", "scale", "corpus_note")
+
+
+def comparable_signature(sig: dict[str, Any] | None) -> dict[str, Any]:
+    return {k: v for k, v in (sig or {}).items() if k not in SIGNATURE_VIEW_FIELDS}
+
+
+def same_signature(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    """Whether two scores were made the same way (evaluator, judge, prompt hash, tokenizer, options)."""
+    return comparable_signature(a) == comparable_signature(b)
+
+
+def signature_diff(sig_a: dict[str, Any] | None, sig_b: dict[str, Any] | None, a: str = "A", b: str = "B") -> str:
+    """The fields two signatures disagree on, each with both values: `judge: a "x" vs b "y"`."""
+    ca, cb = comparable_signature(sig_a), comparable_signature(sig_b)
+    parts = []
+    for key in sorted(set(ca) | set(cb)):
+        if ca.get(key) != cb.get(key):
+            va = json.dumps(ca.get(key), sort_keys=True, ensure_ascii=False, default=str)
+            vb = json.dumps(cb.get(key), sort_keys=True, ensure_ascii=False, default=str)
+            parts.append(f"{key}: {a} {va[:120]} vs {b} {vb[:120]}")
+    return "; ".join(parts)
 
 
 def _finite(v: Any) -> bool:
@@ -65,7 +83,7 @@ def mean_ci(xs: list[float], scale: tuple[float, float] | None) -> list[float]:
 def _bootstrap_ci(xs: tuple[float, ...], scale: tuple[float, float] | None) -> tuple[float, float]:
     """Seeded, so the same values always give the same interval: a result file is re-aggregated after
     every category and family, and only the groups that changed are resampled again."""
-    from .stats.intervals import bootstrap_mean_ci
+    from ..stats.intervals import bootstrap_mean_ci
 
     return bootstrap_mean_ci(xs, bounds=scale)
 
@@ -98,6 +116,9 @@ class ModelResults:
     corpus: dict[str, dict[str, float]] = field(default_factory=dict)  # category -> score key -> corpus value
     skipped_categories: dict[str, int] = field(default_factory=dict)
     runs: list[str] = field(default_factory=list)
+    earlier_signatures: dict[str, dict[str, Any]] = field(default_factory=dict)  # as read from the file
+    scored_now: dict[str, set[str]] = field(default_factory=dict)  # score key -> ids scored in this run
+    _aggregates: dict[str, Any] | None = field(default=None, repr=False)
 
     @classmethod
     def path_for(cls, save_path: Path, model: str) -> Path:
@@ -148,6 +169,7 @@ class ModelResults:
             res.items[rec.id] = entry
         if old:
             res.signatures = dict(old.signatures)
+            res.earlier_signatures = dict(old.signatures)
             res.corpus = {c: dict(v) for c, v in old.corpus.items()}
             res.runs = list(old.runs)
         return res
@@ -155,8 +177,11 @@ class ModelResults:
     def add(self, family: str, category: str, records: list[Record], out_items: list[ItemScores],
             signatures: dict[str, dict[str, Any]], corpus: dict[str, float]) -> None:
         """Merge one family's results for one category (replacing that family's earlier keys for these items)."""
+        self._aggregates = None
         names = set(signatures) | {k for it in out_items for k in (*it.scores, *it.invalid)}
         keys = {f"{family}/{n}" for n in names}
+        for k in keys:
+            self.scored_now.setdefault(k, set()).update(rec.id for rec in records)
         for rec, it in zip(records, out_items):
             entry = self.items[rec.id]
             for part in ("scores", "invalid", "details"):
@@ -176,7 +201,34 @@ class ModelResults:
             for name, value in corpus.items():
                 cat[f"{family}/{name}"] = value
 
+    def signature_changes(self) -> list[dict[str, Any]]:
+        """Scores of an earlier run whose signature differs from this run's (another judge, prompt,
+        tokenizer or metric option): they are dropped, never averaged with the new ones. Returns what
+        was dropped, naming both signatures."""
+        out = []
+        for key, was in self.earlier_signatures.items():
+            now = self.signatures.get(key)
+            if key not in self.scored_now or now is None or same_signature(was, now):
+                continue
+            dropped = 0
+            for item_id, entry in self.items.items():
+                if item_id in self.scored_now[key]:
+                    continue
+                for part in ("scores", "invalid", "details"):
+                    if key in entry[part]:
+                        del entry[part][key]
+                        dropped += part != "details"
+            self._aggregates = None
+            out.append({"model": self.model, "score": key, "earlier": was, "now": now, "dropped_items": dropped})
+        return out
+
     def aggregates(self) -> dict[str, Any]:
+        """Per category, overall and macro aggregates; computed once until a score is added."""
+        if self._aggregates is None:
+            self._aggregates = self._aggregate()
+        return self._aggregates
+
+    def _aggregate(self) -> dict[str, Any]:
         by_cat: dict[str, dict[str, list[tuple[str, float]]]] = {}
         inv_cat: dict[str, dict[str, int]] = {}
         for item in self.items.values():

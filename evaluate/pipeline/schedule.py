@@ -6,7 +6,7 @@ on an HTTP judge (`Family.judge_bound`), the runner hands it to a `UnitScheduler
 join the judge's one pool of requests (backends/endpoints.py) while other units build theirs, so
 the run keeps `judge.concurrency` requests in flight whatever the size of each category. Every
 other unit (automatic metrics, local models, the local judge) runs in the runner's own thread, in
-order, as before. The runner takes the results back in the sequential order, so result files get
+order. The runner takes the results back in the sequential order, so result files get
 the same content in the same order as a sequential run; only log lines may interleave.
 
 Threads are daemons: a stopped run does not wait for them (the judge pool is cancelled first, so

@@ -12,7 +12,7 @@ import hashlib
 from pathlib import Path
 from typing import Any, Sequence
 
-from .core.errors import InputError
+from ..core.errors import InputError
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .core.errors import InputError
+from ..core.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ class SaveData:
         return None
 
 
-def _read(path: Path, problems: list[str]) -> Any:
+def read_optional(path: Path, problems: list[str]) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -74,7 +74,7 @@ def load_save_path(save_path: Path) -> SaveData:
     problems: list[str] = []
     results = []
     for f in files:
-        data = _read(f, problems)
+        data = read_optional(f, problems)
         if isinstance(data, dict) and "model" in data:
             results.append(data)
         elif data is not None:
@@ -83,7 +83,7 @@ def load_save_path(save_path: Path) -> SaveData:
         raise NoResults(f"{save_path}: results/ holds no readable result file ({'; '.join(problems)})")
     out = SaveData(path=save_path, results=results, problems=problems)
     for f in sorted((save_path / "battles").glob("*.json")):
-        data = _read(f, problems)
+        data = read_optional(f, problems)
         if not isinstance(data, dict):
             continue
         if f.name == "ranking.json":
@@ -91,20 +91,20 @@ def load_save_path(save_path: Path) -> SaveData:
         elif "summary" in data:
             out.battles.append(data)
     for f in sorted((save_path / "comparisons").glob("*.json")):
-        data = _read(f, problems)
+        data = read_optional(f, problems)
         if isinstance(data, dict) and isinstance(data.get("rows"), list):
             if data.get("schema") not in (None, COMPARISON_SCHEMA):
                 problems.append(f"{f}: schema {data.get('schema')!r}, read as {COMPARISON_SCHEMA}")
             out.comparisons.append(data)
     if (save_path / "judge_check.json").is_file():
-        jc = _read(save_path / "judge_check.json", problems)
+        jc = read_optional(save_path / "judge_check.json", problems)
         out.judge_check = jc if isinstance(jc, dict) else None
     for f in sorted((save_path / "sageval").glob("*.json")):
-        data = _read(f, problems)
+        data = read_optional(f, problems)
         if isinstance(data, dict):
             out.sageval[data.get("model", f.stem)] = data
     if (save_path / "manifest.json").is_file():
-        m = _read(save_path / "manifest.json", problems)
+        m = read_optional(save_path / "manifest.json", problems)
         out.manifest = m if isinstance(m, dict) else None
     for png in sorted((save_path / "charts").glob("*/*.png")):
         out.charts.setdefault(png.parent.name, {})[png.stem] = png

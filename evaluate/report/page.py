@@ -39,12 +39,12 @@ TEMPLATES = Path(__file__).with_name("templates")
 MAX_TEXT = 4000  # judge replies, reasons and detail strings longer than this are cut in the browser data
 
 
-def write_report(save_path: Path, out: Path | None = None) -> Path:
-    """Read `save_path` and write `<save_path>/report.html` (or `out`); returns the path written.
-
-    Raises `NoResults` when the save path has no result files."""
+def write_report(save_path: Path, out: Path | None = None, *, data: SaveData | None = None) -> Path:
+    """Write `<save_path>/report.html` (or `out`) from `data` (a run's view, from memory) or from the
+    files of `save_path`; returns the path written. Raises `NoResults` when there are no results."""
     save_path = Path(save_path)
-    data = load_save_path(save_path)
+    if data is None:
+        data = load_save_path(save_path)
     html = render(data)
     target = Path(out) if out is not None else save_path / "report.html"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -33,9 +33,10 @@ def _significant_better(data: SaveData, category: str, key: str) -> set[str]:
     return out
 
 
-def closing_summary(save_path: Path, *, width: int | None = None, color: bool | None = None) -> str:
-    save_path = Path(save_path)
-    data = load_save_path(save_path)
+def closing_summary(source: Path | SaveData, *, width: int | None = None, color: bool | None = None) -> str:
+    """The closing lines of a save path (its files) or of a run's view (`SaveData`, from memory)."""
+    data = source if isinstance(source, SaveData) else load_save_path(Path(source))
+    save_path = data.path
     if width is None:
         width = shutil.get_terminal_size((80, 24)).columns
     width = max(40, width)

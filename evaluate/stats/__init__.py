@@ -1,12 +1,13 @@
-"""Statistics of comparisons: is B better than A, where, and by how much (issue 13).
+"""Statistics of comparisons: is B better than A, where, and by how much.
 
 - ``intervals``: bootstrap interval of a mean that never leaves the score's scale; Wilson.
 - ``paired``: paired bootstrap interval and test of a mean difference, Holm adjustment, verdict.
-- ``scales``: the (low, high) scale of a score key from its signature or family.
+- ``scales``: the (low, high) scale of a score from its signature.
+- ``bradley_terry``: the Bradley-Terry ranking of several models from their battles.
 - ``battle``: battle verdicts controlled for length and style (LC win rate, style-controlled
   Bradley-Terry) and the judge's biases (position, order flips, length).
 
-Only numpy / scipy here: these modules know numbers, not result files (``evaluate.comparisons``
+Only numpy / scipy here: these modules know numbers, not result files (``evaluate.pipeline``
 reads and writes those).
 """
 

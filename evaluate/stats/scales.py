@@ -1,9 +1,10 @@
 """The scale (low, high) a score lives on, so intervals and charts never leave it.
 
-Read from the score's signature first (``"scale": [1, 5]`` in a rating signature, ``"scale": "0-1"``
-in a Metrics signature), else from the family: Metrics and UniEval are 0-1, GPT ratings and
-SAGEval 1-5, RepEval is an unbounded projection (None). A battle signature's ``scale`` (two
-scores 1-10 in one reply) describes the judge's reply, not a per-answer rating, and is ignored.
+Read from the score's signature (``"scale": [1, 5]`` in a rating signature, ``"scale": "0-1"`` in a
+Metrics signature): an evaluator states it, else the run writes its family's declared scale there
+(`Family.scale`), and None (``null``) means unbounded (RepEval's projections). A battle signature's
+``scale`` (two scores 1-10 in one reply) describes the judge's reply, not a per-answer rating, and
+is ignored.
 """
 
 from __future__ import annotations
@@ -11,13 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
-FAMILY_SCALES: dict[str, tuple[float, float] | None] = {
-    "Metrics": (0.0, 1.0),
-    "UniEval": (0.0, 1.0),
-    "GPT": (1.0, 5.0),
-    "SAGEval": (1.0, 5.0),
-    "RepEval": None,
-}
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
@@ -35,11 +29,6 @@ def _parse(scale: Any) -> tuple[float, float] | None:
 def score_scale(key: str, signature: Mapping[str, Any] | None) -> tuple[float, float] | None:
     """(low, high) of score `key` ("<Family>/<name>"), or None when the score is unbounded or unknown."""
     sig = signature or {}
-    if sig.get("evaluator") != "battle":
-        parsed = _parse(sig.get("scale"))
-        if parsed is not None:
-            return parsed
-    family = key.partition("/")[0]
-    if family == "Metrics" and str(sig.get("rescaled", "no")).startswith("yes"):
-        return None  # BERTScore rescaled with a baseline can go below 0
-    return FAMILY_SCALES.get(family)
+    if sig.get("evaluator") == "battle":
+        return None
+    return _parse(sig.get("scale"))

@@ -1,0 +1,53 @@
+"""`python eval.py [COMMAND] ...`: the commands side by side, each a module of `evaluate.commands`
+with `main(argv) -> int`; without a command name, the main job (`eval.py --config FILE`)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+from . import __version__
+from .commands.common import EXIT_CODES, EXIT_OK, guarded
+
+# name -> (module, one line for `eval.py help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("evaluate.commands.run", "the main job: answer files x categories x evaluator families (the default)"),
+    "report": ("evaluate.commands.report", "write the HTML report of a save path"),
+    "merge": ("evaluate.commands.merge", "join the save paths of sharded runs (--shard I/N)"),
+    "meta-eval": ("evaluate.commands.metaeval", "how well an evaluator agrees with human labels"),
+    "judge-check": ("evaluate.commands.judgecheck", "can I trust this judge on this kind of data?"),
+    "repeval": ("repeval.cli", "RepEval: fit and apply hidden-state projections"),
+    "leaderboard": ("evaluate.commands.leaderboard", "AlpacaEval 2 / Arena-Hard leaderboards from their files"),
+    "alpaca-eval": ("evaluate.commands.alpaca_eval", "judge model outputs by AlpacaEval 2's protocol"),
+    "arena-hard": ("evaluate.commands.arena_hard", "judge model answers by Arena-Hard's protocol"),
+    "mt-bench": ("evaluate.commands.mt_bench", "MT-bench from FastChat's files and judge prompts"),
+}
+
+
+def _help() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = [f"eval.py {__version__}: evaluate LLM answers.", "",
+             "usage: eval.py --config FILE [...]        the main job (eval.py run -h for its flags)",
+             "       eval.py COMMAND [...]              one of:", ""]
+    lines += [f"  {name:<{width}}  {text}" for name, (module, text) in COMMANDS.items() if _available(module)]
+    lines += ["", "eval.py COMMAND -h says more about each.", EXIT_CODES]
+    return "\n".join(lines)
+
+
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (["help"], ["-h"], ["--help"]) or not argv:
+        print(_help())
+        return EXIT_OK
+    if argv[:1] == ["--version"]:
+        print(f"eval.py {__version__}")
+        return EXIT_OK
+    name = argv[0] if argv[0] in COMMANDS else "run"
+    rest = argv[1:] if argv[0] in COMMANDS else argv
+    module = importlib.import_module(COMMANDS[name][0])
+    return guarded(module.main, rest)

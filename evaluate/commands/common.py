@@ -1,0 +1,53 @@
+"""What the commands share: the exit-code contract, an argument parser that never echoes a secret,
+and the one place where bad input becomes a one-line error and exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+from ..core.errors import InputError
+from ..core.secrets import secret_values
+
+EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
+EXIT_CODES = (
+    "exit codes: 0 all good; 1 a --fail-under gate failed; 2 bad input (config, answer or prompt files, "
+    "flags), nothing paid; 3 the judge or scoring failed (an evaluator failed, invalid scores above "
+    "max_invalid_share, outputs not written)")
+
+
+class Parser(argparse.ArgumentParser):
+    """Exact flag names only (allow_abbrev=False: `--openai KEY` must not be read as --openai_key and
+    then written unscrubbed); an error message never echoes a key-shaped value; exit code 2."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> None:
+        self.print_usage(sys.stderr)
+        for secret in secret_values(sys.argv[1:] + self._argv):
+            message = message.replace(secret, "***")
+        print(f"error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_INPUT)
+
+    _argv: list[str] = []
+
+    def parse_args(self, args=None, namespace=None):  # remember argv, so error() can hide its secrets
+        self._argv = list(args or [])
+        return super().parse_args(args, namespace)
+
+
+def guarded(main: Callable[[list[str]], int], argv: list[str]) -> int:
+    """Run a command's `main`; bad input (InputError, a file that cannot be read or written) becomes
+    one `error: ...` line on stderr and exit 2, without a traceback."""
+    try:
+        return main(argv)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:
+        where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f) or "a file"
+        print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_INPUT

@@ -1,0 +1,22 @@
+"""`eval.py merge OUT DIR...`: join the save paths of sharded runs (`--shard I/N`) into one."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..pipeline.merge import merge
+from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser
+
+
+def main(argv: list[str]) -> int:
+    p = Parser(prog="eval.py merge", description="merge the save paths of sharded runs (--shard I/N) into OUT")
+    p.add_argument("out", help="the merged save path")
+    p.add_argument("dirs", nargs="+", help="the shards' save paths")
+    p.add_argument("--no-charts", action="store_true", help="do not draw charts")
+    args = p.parse_args(argv)
+    manifest = merge(Path(args.out), [Path(d) for d in args.dirs], charts=not args.no_charts,
+                     log=lambda s: print(s, file=sys.stderr))
+    print(f"merged {len(args.dirs)} save paths into {args.out} (models: {', '.join(manifest['models'])}; "
+          f"status: {manifest['status']})")
+    return EXIT_OK if manifest["status"] == "ok" else EXIT_RUN_ERRORS

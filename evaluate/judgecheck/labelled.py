@@ -1,0 +1,115 @@
+"""The judge check with human labels: agreement with the labels next to the length and position
+baselines, on a pairwise file (instruction, input, response_a, response_b, label a/b/tie)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..core.errors import InputError
+import numpy as np
+
+from ..pipeline.checkstore import _ci, _context, _f, _usage
+from .rules import POSITION_FLIP_RATE, RULES, _wilson
+
+
+def read_pairs(path: Path) -> list[dict[str, Any]]:
+    """A pairwise file, read and checked as meta-eval reads it (one reader), plus the question."""
+    from ..pipeline.metaeval import read_metaeval_rows as read_rows
+
+    rows = read_rows(path)
+    for i, r in enumerate(rows, 1):
+        if not all(k in r for k in ("response_a", "response_b", "label")):
+            raise InputError(f"{path}: row {i}: not a pairwise row (a pairwise file needs instruction, input, "
+                             "response_a, response_b, label)")
+        if not (r.get("instruction") or r.get("input")):
+            raise InputError(f"{path}: row {i}: no instruction or input (the question shown to the judge)")
+    return rows
+
+
+def select_pairs(rows: list[dict[str, Any]], limit: int | None, seed: int) -> list[dict[str, Any]]:
+    """Decided pairs (label ties dropped), then a seeded N of them in file order (meta-eval's --sample)."""
+    rows = [r for r in rows if r["label"] != "tie"]
+    if limit is not None and limit < len(rows):
+        keep = sorted(np.random.default_rng(seed).choice(len(rows), limit, replace=False).tolist())
+        rows = [rows[i] for i in keep]
+    return rows
+
+
+def baselines(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    longer = 0.0
+    for r in rows:
+        la, lb = len(r["response_a"]), len(r["response_b"])
+        longer += 0.5 if la == lb else float(r["label"] == ("a" if la > lb else "b"))
+    first = sum(r["label"] == "a" for r in rows)
+    n = len(rows)
+    return {"longer": {"accuracy": round(longer / n, 4) if n else None, "n": n, "ci95": _wilson(longer, n),
+                       "rule": "picks the response with more characters; equal lengths count half"},
+            "first": {"accuracy": round(first / n, 4) if n else None, "n": n, "ci95": _wilson(first, n),
+                      "rule": "always picks response_a; judged in both orders such a judge ties every item (0.5)"}}
+
+
+def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed: int,
+                   log: Callable[[str], None]) -> dict[str, Any]:
+    from ..families.gpt import battle_judge
+    from ..pipeline.metaeval import battle_accuracy, row_record
+    from ..stats.battle import judge_bias
+
+    all_rows = read_pairs(data)
+    ties = sum(r["label"] == "tie" for r in all_rows)
+    rows = select_pairs(all_rows, limit, seed)
+    if not rows:
+        raise InputError(f"{data}: no pair with a label a or b")
+    recs_a = [row_record({**r, "output": r["response_a"]}, i) for i, r in enumerate(rows)]
+    recs_b = [row_record({**r, "output": r["response_b"]}, i) for i, r in enumerate(rows)]
+    ctx = _context(cfg, judges, "judge-check labelled")
+    judge = battle_judge(ctx)
+    log(f"judge check with labels: {len(rows)} pairs of {data} ({'both orders' if judge.both_orders else 'one order'})")
+    t0 = time.time()
+    result = judge.run({"response_a": recs_a, "response_b": recs_b})[0]
+    wall = time.time() - t0
+    acc = battle_accuracy(rows, result)
+    lengths = {ra.id: (len(ra.output), len(rb.output)) for ra, rb in zip(recs_a, recs_b)}
+    bias = judge_bias([it.to_dict() for it in result.items], lengths)
+    valid = [r for r, it in zip(rows, result.items) if it.verdict != "invalid"]
+    base = baselines(valid or rows)  # on the pairs the judge answered; all pairs when it answered none
+    k = acc["right"] + 0.5 * acc["predicted_ties"]
+    ci = _wilson(k, acc["n"])
+    beats_length = bool(ci and base["longer"]["accuracy"] is not None and ci[0] > base["longer"]["accuracy"])
+    flip = bias["flip_rate"]["rate"]
+    by_position = flip is not None and flip >= POSITION_FLIP_RATE
+    reasons = []
+    if not valid:
+        reasons.append(f"no valid verdict: all {len(rows)} pairs were invalid (see the battle replies)")
+    elif not beats_length:
+        reasons.append(f"does not beat the length baseline: agreement {_f(acc['accuracy'])} (95% CI "
+                       f"{_ci(ci)}) vs {_f(base['longer']['accuracy'])} for 'pick the longer answer'")
+    if by_position:
+        reasons.append(f"decides by position: {flip:.0%} of its items flip with the order "
+                       f"(P(first) {_f(bias['first_position_wins']['rate'])})")
+    return {
+        "data": str(data), "pairs": len(rows), "label_ties_left_out": ties,
+        "selection": {"limit": limit, "seed": seed if limit is not None else None,
+                      "rule": "label ties dropped, then a seeded random N (numpy default_rng(seed).choice), file order"},
+        "agreement": {"accuracy": acc["accuracy"], "n": acc["n"], "ci95": ci, "right": acc["right"],
+                      "wrong": acc["wrong"], "judge_ties": acc["predicted_ties"], "invalid": acc["invalid"],
+                      "decisive_only": acc["accuracy_decisive_only"],
+                      "single_order": acc["single_order_accuracy"],
+                      "weighted": acc["weighted_accuracy"], "weighted_n": acc["weighted_n"],
+                      "weighted_ci95": _wilson(acc["weighted_accuracy"] * acc["weighted_n"], acc["weighted_n"])
+                      if acc["weighted_n"] else None,
+                      "note": "a judge tie (equal scores, or orders that disagree) counts half; invalid items "
+                              "left out of n and counted; 95% Wilson interval"},
+        "baselines": base,
+        "position": {"flip_rate": bias["flip_rate"], "p_first": bias["first_position_wins"],
+                     "inconsistency_rate": acc["inconsistency_rate"]},
+        "p_longer": bias["longer_wins"], "invalid_rate": bias["invalid_rate"],
+        "invalid_order_rate": bias["invalid_order_rate"],
+        "usage": _usage(ctx.judge()), "wall_s": round(wall, 1),
+        "beats_length_baseline": beats_length, "decides_by_position": by_position,
+        "trustworthy": beats_length and not by_position, "reasons": reasons, "rule": RULES["labelled"],
+        "items": acc["items"],
+    }
+
+

@@ -1,0 +1,153 @@
+"""The judge check without labels: does the judge prefer an intact text to a corrupted copy?"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core.errors import InputError
+from ..core.records import Record
+from ..pipeline.checkstore import _ci, _context, _pct, _usage
+from .corrupt import sanity_pairs
+from .rules import CORRUPTIONS, CORRUPTION_TEXT, RULES, _wilson, near_chance
+
+
+def _pref_block(wins: float, n: int, invalid: int) -> dict[str, Any]:
+    return {"preference": round(wins / n, 4) if n else None, "n": n, "ci95": _wilson(wins, n),
+            "invalid": invalid, "near_chance": near_chance(wins, n)}
+
+
+def _mean_ci(values: list[float]) -> tuple[float | None, list[float] | None]:
+    if not values:
+        return None, None
+    from ..stats.intervals import bootstrap_mean_ci
+
+    mean = float(np.mean(values))
+    if len(values) < 2:
+        return round(mean, 4), None
+    try:
+        lo, hi = bootstrap_mean_ci(values, seed=0)
+        return round(mean, 4), [round(lo, 4), round(hi, 4)]
+    except Exception:  # a constant sample: the interval is the point
+        return round(mean, 4), [round(mean, 4), round(mean, 4)]
+
+
+def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
+                 log: Callable[[str], None]) -> dict[str, Any]:
+    from ..pipeline.answers import load_answer_sets
+    from ..families.gpt import battle_judge, rating_judge
+
+    if not cfg.answers:
+        raise InputError(f"{cfg.source}: no answer files (`answers:`): the label-free check judges the run's own "
+                         "records; list them, or give --data FILE.jsonl for a check with labels")
+    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    metrics = {cat: list(entry.get("GPT") or []) for cat, entry in cfg.categories.items() if entry.get("GPT")}
+    used = {r.category for r in sets[0].records}
+    cats = [c for c in metrics if c in used]
+    if not cats:
+        raise InputError(f"{cfg.source}: no category of the answer files lists GPT metrics (category.<name>.GPT); "
+                         "the label-free check judges what the run's judge judges")
+    use_reference = not cfg.gpt_with_reference
+    pairs, skipped = sanity_pairs(sets, cats, limit=limit, seed=seed, language=cfg.language,
+                                  use_reference=use_reference)
+    if not pairs:
+        raise InputError(f"{cfg.source}: no sanity pair could be made from the records of {', '.join(cats)}")
+    t0 = time.time()
+    # battle: "x" is shown first in the first order; the intact text is x in a seeded half of the pairs
+    bctx = _context(cfg, judges, "judge-check battle")
+    bj = battle_judge(bctx)
+    xs, ys = [], []
+    for p in pairs:
+        a, b = (p.intact, p.corrupted) if p.intact_first else (p.corrupted, p.intact)
+        base = dict(id=p.id, category=p.category, instruction=p.record.instruction, input=p.record.input,
+                    targets=p.record.targets)
+        xs.append(Record(output=a, **base))
+        ys.append(Record(output=b, **base))
+    log(f"judge check without labels: {len(pairs)} sanity pairs ({', '.join(cats)}), battle "
+        f"{'both orders' if bj.both_orders else 'one order'} + rating")
+    battle = bj.run({"x": xs, "y": ys})[0]
+    # rating: every distinct text once, on its category's GPT metrics
+    rctx = _context(cfg, judges, "judge-check rating")
+    rj = rating_judge(rctx)
+    uniq: dict[tuple[str, str, str], Record] = {}
+    for p in pairs:
+        for text in (p.intact, p.corrupted):
+            k = (p.category, p.record.question, text)
+            if k not in uniq:
+                uniq[k] = Record(id=f"r{len(uniq)}", category=p.category, instruction=p.record.instruction,
+                                 input=p.record.input, output=text, targets=p.record.targets)
+    recs = list(uniq.values())
+    rated = rj.rate(recs, {c: metrics[c] for c in cats})
+    score = {k: it for k, it in zip(uniq, rated)}
+    wall = time.time() - t0
+
+    items = []
+    for p, it in zip(pairs, battle.items):
+        v = it.verdict
+        intact_side = "A" if p.intact_first else "B"
+        outcome = None if v == "invalid" else 1.0 if v == intact_side else 0.5 if v == "tie" else 0.0
+        ri, rc = score[(p.category, p.record.question, p.intact)], score[(p.category, p.record.question, p.corrupted)]
+        ratings = {m: [ri.scores.get(m), rc.scores.get(m)] for m in metrics[p.category]}
+        items.append({"id": p.id, "corruption": p.kind, "category": p.category, "source": p.source, "note": p.note,
+                      "intact_first": p.intact_first, "battle": outcome, "battle_verdict": v,
+                      "orders": [[o.order, o.verdict, o.raw] for o in it.orders], "ratings": ratings,
+                      "corrupted_text": p.corrupted[:500]})
+
+    def summarise(sel: list[dict[str, Any]]) -> dict[str, Any]:
+        b = [x["battle"] for x in sel if x["battle"] is not None]
+        drops, wins, n_r, bad = [], 0.0, 0, 0
+        ri_all, rc_all = [], []
+        for x in sel:
+            for m, (ri, rc) in x["ratings"].items():
+                if ri is None or rc is None:
+                    bad += 1
+                    continue
+                n_r += 1
+                drops.append(ri - rc)
+                ri_all.append(ri)
+                rc_all.append(rc)
+                wins += 1.0 if ri > rc else 0.5 if ri == rc else 0.0
+        mean_drop, drop_ci = _mean_ci(drops)
+        return {"pairs": len(sel),
+                "battle": _pref_block(sum(b), len(b), len(sel) - len(b)),
+                "rating": {**_pref_block(wins, n_r, bad), "mean_drop": mean_drop, "drop_ci95": drop_ci,
+                           "intact_mean": round(float(np.mean(ri_all)), 4) if ri_all else None,
+                           "corrupted_mean": round(float(np.mean(rc_all)), 4) if rc_all else None}}
+
+    by_corruption = {}
+    for kind in CORRUPTIONS:
+        sel = [x for x in items if x["corruption"] == kind]
+        block = summarise(sel)
+        block["what"] = CORRUPTION_TEXT[kind]
+        block["not_applicable"] = skipped.get(kind, 0)
+        block["by_category"] = {c: summarise([x for x in sel if x["category"] == c]) for c in cats
+                                if any(x["category"] == c for x in sel)}
+        by_corruption[kind] = block
+    pooled = summarise(items)
+    reasons = []
+    for part in ("battle", "rating"):
+        blk = pooled[part]
+        if not blk["n"]:
+            reasons.append(f"{part}: no valid verdict on the sanity pairs (all {blk['invalid']} invalid; see the "
+                           "raw replies in the items)")
+        elif blk["near_chance"]:
+            reasons.append(f"{part} near chance on sanity pairs: prefers the intact text {_pct(blk['preference'])} "
+                           f"(95% CI {_ci(blk['ci95'])}, n={blk['n']})")
+    other = by_corruption["other_answer"]
+    for part in ("battle", "rating"):
+        blk = other[part]
+        if blk["n"] and blk["near_chance"] and not pooled[part]["near_chance"]:
+            reasons.append(f"{part} cannot tell an answer from another question's answer: prefers it "
+                           f"{_pct(blk['preference'])} (95% CI {_ci(blk['ci95'])}, n={blk['n']})")
+    b_usage, r_usage = _usage(bctx.judge()), _usage(rctx.judge())
+    return {"source": "references (where an item has one), else each model's answer" if use_reference else
+                      "each model's answer (the judge is given the reference: gpt_with_reference)",
+            "categories": cats, "metrics": {c: metrics[c] for c in cats}, "pairs": len(pairs),
+            "limit_per_corruption": limit, "seed": seed,
+            "pooled": pooled, "by_corruption": by_corruption,
+            "usage": {"battle": b_usage, "rating": r_usage}, "wall_s": round(wall, 1),
+            "trustworthy": not reasons, "reasons": reasons, "rule": RULES["sanity"], "items": items}
+
+

@@ -1,0 +1,163 @@
+"""The judge check's store under a save path, and what a run shows of it.
+
+A check is stored with the judge's signature and the prompts' hashes in
+`<save_path>/judge_checks/<key>.json` (key: sha256 of both; a labelled and a label-free check of
+the same judge and prompts are merged into one record) and copied to `<save_path>/judge_check.json`.
+A run with the same judge and prompts finds it (`attach_to_run`) and shows it in the manifest,
+in each GPT signature and in the closing lines; a changed prompt or judge setting gives another
+key: "not checked". Settings that never change a reply (concurrency, timeouts, price, the server
+URL) are left out of the key, as for the judge cache, so replicas of one model share one check."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+from ..backends.cache import VOLATILE_FIELDS
+from ..core.io import atomic_write_json
+
+
+def _context(cfg: Any, judges: Any, label: str):
+    from ..families import Context
+
+    return Context(cfg=cfg, options=cfg.family_options("GPT"), judges=judges, family=label, memo={})
+
+
+def judge_identity(cfg: Any, judges: Any) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """(judge signature, prompt hashes, store key) of the config's GPT judges. The signature is the
+    battle and rating judges' own (backend, model, weights, decoding options) without the prompt
+    paths and without settings that never change a reply (concurrency, timeouts, price)."""
+    from ..families.gpt import battle_judge, battle_prompt_path, eval_prompt_path, rating_judge
+
+    ctx = _context(cfg, judges, "judge-check")
+    prompts: dict[str, Any] = {}
+    sig: dict[str, Any] = {}
+    for name, make, path in (("battle", battle_judge, battle_prompt_path(cfg)),
+                             ("rating", rating_judge, eval_prompt_path(cfg))):
+        j = make(ctx)
+        s = dict(j.signature())
+        prompts[name] = {"file": str(path), "sha256": s.pop("prompt_sha256", None)}
+        s.pop("prompt_file", None)
+        s["judge"] = {k: v for k, v in s.get("judge", {}).items() if k not in VOLATILE_FIELDS}
+        sig[name] = s
+    ident = json.dumps({"judge": sig, "prompts": {k: v["sha256"] for k, v in prompts.items()}},
+                       sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return sig, prompts, hashlib.sha256(ident.encode("utf-8")).hexdigest()[:24]
+
+
+def _usage(meter: Any) -> dict[str, Any]:
+    u = meter.usage()
+    return {k: u.get(k) for k in ("requests", "cache_hits", "cache_misses", "failures", "prompt_tokens",
+                                  "completion_tokens", "cost_usd")}
+
+
+
+def store_dir(save_path: Path) -> Path:
+    return Path(save_path) / "judge_checks"
+
+
+def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
+    parts, ok = [], True
+    for name in ("labelled", "sanity"):
+        sec = record.get(name)
+        if not sec:
+            continue
+        ok = ok and bool(sec.get("trustworthy"))
+        if name == "labelled":
+            a = sec["agreement"]
+            head = (f"with labels ({Path(sec['data']).name}, {sec['pairs']} pairs): agreement {_f(a['accuracy'])} "
+                    f"(95% CI {_ci(a['ci95'])}) vs {_f(sec['baselines']['longer']['accuracy'])} for the longer answer")
+        else:
+            b, r = sec["pooled"]["battle"], sec["pooled"]["rating"]
+            head = (f"without labels ({sec['pairs']} sanity pairs): battle prefers the intact text "
+                    f"{_pct(b['preference'])} (95% CI {_ci(b['ci95'])}), rating {_pct(r['preference'])} "
+                    f"(mean drop {_f(r['mean_drop'])})")
+        parts.append(head + (": passes" if sec.get("trustworthy") else ": " + "; ".join(sec["reasons"])))
+    if not parts:
+        return False, "not checked"
+    return ok, ("trustworthy: " if ok else "NOT trustworthy: ") + " | ".join(parts)
+
+
+def save_check(save_path: Path, key: str, judge: dict, prompts: dict, labelled: dict | None,
+               sanity: dict | None) -> tuple[dict[str, Any], Path]:
+    path = store_dir(save_path) / f"{key}.json"
+    old = {}
+    if path.exists():
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            old = {}
+    record = {"schema": "llm-eval-judge-check/1", "key": key, "judge": judge, "prompts": prompts,
+              "labelled": labelled if labelled is not None else old.get("labelled"),
+              "sanity": sanity if sanity is not None else old.get("sanity")}
+    record["trustworthy"], record["verdict_text"] = verdict_of(record)
+    record["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    atomic_write_json(path, record)
+    atomic_write_json(Path(save_path) / "judge_check.json", record)
+    return record, path
+
+
+def lookup(save_path: Path, key: str) -> dict[str, Any] | None:
+    path = store_dir(save_path) / f"{key}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def summary_of(record: dict[str, Any] | None, key: str, config: str | None) -> dict[str, Any]:
+    """The short form shown in manifests and signatures."""
+    if record is None:
+        hint = f"eval.py judge-check --config {config}" if config else "eval.py judge-check --config CFG"
+        return {"checked": False, "trustworthy": None, "key": key,
+                "verdict": f"not checked: no judge check for this judge and these prompts (run `{hint}`)"}
+    return {"checked": True, "trustworthy": record.get("trustworthy"), "key": key,
+            "verdict": record.get("verdict_text"), "created": record.get("created"),
+            "file": str(Path("judge_checks") / f"{key}.json")}
+
+
+def attach_to_run(cfg: Any, plan: Any, judges: Any, save: Any, manifest: dict[str, Any],
+                  log: Callable[[str], None]) -> dict[str, Any] | None:
+    """Called once by the runner after scoring, before anything is written: find the check of this
+    run's judge and prompts and show it in the manifest, in every GPT signature of the results and
+    battles (`save`: the run's SaveDir) and in the closing lines, with a plain warning when the judge
+    failed it. Never fails the run."""
+    if "GPT" not in plan.families:
+        return None
+    try:
+        _, _, key = judge_identity(cfg, judges)
+        summary = summary_of(lookup(save.path, key), key, str(cfg.source) if cfg.source else None)
+        manifest["judge_check"] = summary
+        save.include_earlier()
+        save.stamp("GPT/", "judge_check", {x: summary.get(x) for x in ("trustworthy", "verdict", "key")})
+    except Exception as exc:  # a view on an earlier check; never lose a run over it
+        log(f"judge check: could not look it up ({type(exc).__name__}: {exc})")
+        return None
+    if not summary["checked"]:
+        log(f"judge check: {summary['verdict']}")
+    elif summary["trustworthy"]:
+        log(f"judge check: {summary['verdict']}")
+    else:
+        log("WARNING: the GPT scores and battles above come from a judge that failed its check; do not read "
+            "them as a ranking of the models.")
+        log(f"judge check: {summary['verdict']}")
+    return summary
+
+
+
+def _f(x: Any) -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _ci(ci: Any) -> str:
+    return "-" if not ci else f"{ci[0]:.3f}-{ci[1]:.3f}"
+
+

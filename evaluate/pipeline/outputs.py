@@ -1,0 +1,108 @@
+"""Everything a run leaves besides the scores, from one SaveDir, in one order: result files,
+battles and ranking -> summary.csv -> charts -> comparisons -> report -> manifest (last, so it
+lists every file). A view that fails (a chart, the report) is recorded in the manifest's errors
+and never costs the results. Also the --fail-under gates, read from the same SaveDir."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..core.errors import InputError
+from ..report.data import SaveData, read_optional
+from .results import ModelResults, write_summary_csv
+from .savedir import SaveDir
+from .thresholds import parse_all
+
+
+def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None = None,
+                  charts: bool = True) -> SaveData | None:
+    """Write every output of the run once; returns what the report and the closing lines show
+    (None when the save path holds no results)."""
+    errors = manifest.setdefault("errors", [])
+    save.include_earlier()
+    changes = save.check_signatures()
+    if changes:
+        manifest["signature_changes"] = changes
+    files: dict[str, Any] = save.write(run_id)
+    results = save.results()
+    manifest["outputs_files"] = files
+    if not results:
+        save.write_manifest(manifest)
+        return None
+    files["summary_csv"] = str(write_summary_csv(save.path, results))
+    if charts:
+        try:
+            from .charts import write_charts
+
+            files["charts"] = [str(p) for p in write_charts(save.path, results, battles=save.battles)]
+        except Exception as exc:  # charts are a view; never lose results over them
+            errors.append({"error": f"charts: {type(exc).__name__}: {exc}"})
+    dicts = save.result_dicts(run_id)
+    comparisons: dict = {}
+    if len(results) >= 2:  # paired comparisons of every pair of models in the save path
+        try:
+            from .comparisons import compare_results, not_comparable, write_comparison_files
+
+            comparisons = compare_results(dicts)
+            files["comparisons"] = [str(p) for p in write_comparison_files(save.path, comparisons)]
+            for line in not_comparable(comparisons):
+                save.log(f"warning: {line}")
+        except Exception as exc:
+            errors.append({"error": f"comparisons: {type(exc).__name__}: {exc}"})
+    view = save_data(save, dicts, list(comparisons.values()), manifest)
+    try:
+        from ..report import write_report
+
+        files["report"] = str(save.path / "report.html")
+        write_report(save.path, data=view)
+    except Exception as exc:
+        files.pop("report", None)
+        errors.append({"error": f"report: {type(exc).__name__}: {exc}"})
+    if errors and manifest.get("status") == "ok":
+        manifest["status"] = "finished with errors"
+    save.write_manifest(manifest)
+    return view
+
+
+def save_data(save: SaveDir, results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
+              manifest: dict[str, Any]) -> SaveData:
+    """The report's view of this run, from memory; only the small files other commands own (the judge
+    check, SAGEval's summaries, the charts) are read from the save path."""
+    problems: list[str] = []
+    data = SaveData(path=save.path, results=results, battles=list(save.battles.values()), ranking=save.ranking,
+                    comparisons=comparisons, manifest=json.loads(json.dumps(manifest, default=str)),
+                    problems=problems)
+    jc = read_optional(save.path / "judge_check.json", problems)
+    data.judge_check = jc if isinstance(jc, dict) else None
+    for f in sorted((save.path / "sageval").glob("*.json")):
+        sg = read_optional(f, problems)
+        if isinstance(sg, dict):
+            data.sageval[sg.get("model", f.stem)] = sg
+    for png in sorted((save.path / "charts").glob("*/*.png")):
+        data.charts.setdefault(png.parent.name, {})[png.stem] = png
+    return data
+
+
+def check_fail_under(results: list[ModelResults], specs: list[str]) -> list[str]:
+    """`[CATEGORY:]METRIC=VALUE` -> failures (aggregate below VALUE). METRIC with or without family prefix.
+
+    Raises InputError when a spec is malformed or matches no aggregate of any model."""
+    failures = []
+    for t in parse_all(specs):
+        spec, cat, metric, threshold = t.spec, t.category, t.metric, t.value
+        matched = False
+        for res in results:
+            aggs = res.aggregates()
+            block = aggs["by_category"].get(cat, {}) if cat else aggs["overall"]
+            for key, agg in block.items():
+                if key == metric or key.split("/", 1)[-1] == metric:
+                    matched = True
+                    if agg["mean"] is not None and agg["mean"] < threshold:
+                        failures.append(f"{res.model}: {cat + ':' if cat else ''}{key} = {agg['mean']:.4f} "
+                                        f"< {threshold}")
+        if not matched:
+            known = sorted({k for r in results for k in r.aggregates()["overall"]})
+            raise InputError(f'--fail-under "{spec}": no aggregate named "{metric}"'
+                             f"{' in category ' + cat if cat else ''} (known: {', '.join(known)})")
+    return failures

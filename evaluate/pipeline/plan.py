@@ -1,0 +1,150 @@
+"""What a run will do, decided before any model is loaded or any call is paid: the families and
+the names each category lists, validated; the records per model and category; the work and the
+resolved options (printed by --dry-run, stored in the manifest)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any
+
+from ..core.errors import ConfigError, InputError
+from ..families import Context, Family, family_names, get_family
+from .answers import AnswerSet
+from .config import RunConfig, scrubbed_judge
+
+
+@dataclass
+class Plan:
+    """What a run will do; printed by --dry-run and stored in the manifest."""
+
+    families: list[str]
+    categories: dict[str, dict[str, list[str]]]  # used category -> family -> names
+    items: dict[str, dict[str, int]]  # model -> category -> records
+    skipped: dict[str, int]  # category without a config entry -> records (per model)
+    work: dict[str, dict[str, int]] = field(default_factory=dict)  # family -> {"scores": n, "judge_calls": n}
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)  # family -> its resolved options
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"families": self.families, "categories": self.categories, "items": self.items,
+                "skipped_categories": self.skipped, "work": self.work, "options": self.options}
+
+    def describe(self) -> str:
+        lines = [f"families: {', '.join(self.families) or '(none)'}"]
+        models = list(self.items)
+        lines.append(f"models: {', '.join(models)}")
+        lines.append("categories:")
+        for cat, fams in self.categories.items():
+            counts = ", ".join(f"{m}={self.items[m].get(cat, 0)}" for m in models)
+            lines.append(f"  {cat} ({counts} records)")
+            for fam, names in fams.items():
+                lines.append(f"    {fam}: {', '.join(names)}")
+        if self.skipped:
+            lines.append("skipped (no config entry for the category): "
+                         + ", ".join(f"{c} ({n} records)" for c, n in self.skipped.items()))
+        for fam, work in self.work.items():
+            lines.append(f"work {fam}: " + ", ".join(f"{k}={v}" for k, v in work.items()))
+        for fam, opts in self.options.items():
+            lines.append(f"options {fam}: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}"
+                                                        for k, v in opts.items()))
+        return "\n".join(lines)
+
+
+def select_families(only: list[str] | None, skip: list[str] | None) -> list[str]:
+    from ..core.registry import suggest
+
+    known = family_names()
+    for flag, names in (("--only", only), ("--skip", skip)):
+        for name in names or []:
+            if name not in known:
+                raise InputError(f'{flag}: unknown evaluator family "{name}"{suggest(name, known)} '
+                                 f"(known: {', '.join(known)})")
+    chosen = list(only) if only else known
+    return [f for f in known if f in chosen and f not in (skip or [])]
+
+
+def family_context(cfg: RunConfig, fam: str, sets: list[AnswerSet], **kw: Any) -> Context:
+    """The context a family's calls get: config, its options, every model's records (and, in a run,
+    the judge pool, the save path and the per-run memo)."""
+    return Context(cfg=cfg, options=cfg.family_options(fam), sets=sets, family=fam, **kw)
+
+
+def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
+               contexts: dict[str, Context] | None = None) -> tuple[Plan, dict[str, Family]]:
+    """Validate every name the run will use and count the work. Raises ConfigError with all problems."""
+    used = {r.category for s in sets for r in s.records}
+    problems: list[str] = []
+    fam_objs: dict[str, Family] = {}
+    contexts = {} if contexts is None else contexts
+    for fam in families:
+        if any(entry.get(fam) for entry in cfg.categories.values()):
+            try:
+                fam_objs[fam] = get_family(fam)
+            except KeyError:
+                problems.append(f"{fam}: this evaluator family is not available in this version; "
+                                f"run with --skip {fam}")
+    for fam in fam_objs:
+        contexts.setdefault(fam, family_context(cfg, fam, sets))
+    categories: dict[str, dict[str, list[str]]] = {}
+    for cat, entry in cfg.categories.items():
+        for fam, obj in fam_objs.items():
+            names = entry.get(fam) or []
+            if names:
+                problems.extend(obj.validate(contexts[fam], cat, names, f"category.{cat}.{fam}", used=cat in used))
+        if cat in used:
+            active = {f: entry[f] for f in fam_objs if entry.get(f)}
+            categories[cat] = active
+    items = {s.name: {} for s in sets}
+    for s in sets:
+        for r in s.records:
+            items[s.name][r.category] = items[s.name].get(r.category, 0) + 1
+    skipped: dict[str, int] = {}
+    for cat in sorted(used - set(cfg.categories)):
+        skipped[cat] = max(items[s.name].get(cat, 0) for s in sets)
+    for fam, obj in fam_objs.items():
+        problems.extend(obj.validate_run(contexts[fam], categories))
+    if problems:
+        raise ConfigError(problems, str(cfg.source) if cfg.source else None)
+    work: dict[str, dict[str, int]] = {}
+    for fam, obj in fam_objs.items():
+        total: dict[str, int] = {}
+        for s in sets:
+            for cat, fams in categories.items():
+                if fam in fams:
+                    for k, v in obj.plan(contexts[fam], cat, fams[fam], items[s.name].get(cat, 0)).items():
+                        total[k] = total.get(k, 0) + v
+        for k, v in obj.plan_run(contexts[fam], categories).items():
+            total[k] = total.get(k, 0) + v
+        work[fam] = total
+    options = {f: asdict(contexts[f].options) for f in fam_objs if is_dataclass(contexts[f].options)
+               and fields(contexts[f].options)}
+    if any(w.get("judge_calls") or w.get("battle_calls") for w in work.values()):  # the resolved judge block
+        options["judge"] = scrubbed_judge(cfg.judge)
+    if "Metrics" in fam_objs and cfg.metric_options:
+        options["metric_options"] = cfg.metric_options
+    plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
+                skipped=skipped, work=work, options=options)
+    return plan, fam_objs
+
+
+def with_scale(signatures: dict[str, dict[str, Any]], family: Family) -> dict[str, dict[str, Any]]:
+    """Every signature says the range of its score (charts and comparisons read it from there): the
+    family's declared `scale` where the evaluator did not state one (null: unbounded)."""
+    scale = list(family.scale) if family.scale else None
+    return {k: sig if "scale" in sig else {**sig, "scale": scale} for k, sig in signatures.items()}
+
+
+def limit_records(sets: list[AnswerSet], n: int) -> None:
+    """Keep the first `n` records of each category, in the first file's order; every other model
+    keeps the same ids (answer files hold the same ids, which loading has checked)."""
+    keep: set[str] = set()
+    counts: dict[str, int] = {}
+    for r in sets[0].records:
+        if counts.get(r.category, 0) < n:
+            counts[r.category] = counts.get(r.category, 0) + 1
+            keep.add(r.id)
+    for s in sets:
+        s.records = [r for r in s.records if r.id in keep]
+        s.empty_output_ids = [i for i in s.empty_output_ids if i in keep]
+
+

@@ -1,0 +1,140 @@
+"""The only owner of a save path.
+
+Layout under `save_path`:
+
+    results/<model>.json    one per model; scores of earlier runs kept while answer and signature hold
+    battles/<a>__vs__<b>.json, battles/ranking.json   pairwise judge battles and the ranking
+    comparisons/            paired comparisons of every pair of models (evaluate.pipeline.comparisons)
+    summary.csv             every aggregate of every model (long format)
+    charts/<family>/*.png   comparison charts
+    report.html             the self-contained report
+    manifest.json           the last run: config and hash, versions, models, times, counts, errors
+    runs/<run_id>.json      every run's manifest
+    judge_cache.sqlite      the judge's replies (unless judge.cache says elsewhere)
+    judge_checks/, judge_check.json, sageval/   the judge check's store, SAGEval's summaries
+
+A run holds every model's results, battles and ranking in memory; each file is written once, at
+the end (also when the run fails or is interrupted: what was computed is kept). Aggregates are
+computed once per model. Two scores meet only when their signatures agree: a score whose
+signature changed since an earlier run into the same save path replaces the earlier scores of
+that key (the change is named, with both signatures); a comparison of two models whose
+signatures differ is refused row by row (`evaluate.pipeline.comparisons`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from ..core.io import atomic_write_json, safe_name
+from ..core.records import Record
+from ..core.scores import ItemScores
+from .results import ModelResults, load_all, signature_diff
+
+
+def battle_stem(model_a: str, model_b: str) -> str:
+    """The file stem of the battle (and comparison) of two models: `<a>__vs__<b>`."""
+    return f"{safe_name(model_a)}__vs__{safe_name(model_b)}"
+
+
+class SaveDir:
+    """Results, battles and the ranking of one save path, held in memory and written once."""
+
+    def __init__(self, path: Path, log: Callable[[str], None] = lambda s: None):
+        self.path = Path(path)
+        self.log = log
+        self.models: dict[str, ModelResults] = {}
+        self.battles: dict[str, dict[str, Any]] = {}  # stem -> battle file content
+        self.ranking: dict[str, Any] | None = None
+        self.signature_changes: list[dict[str, Any]] = []
+        self.opened: set[str] = set()  # models this run scores (the others come from earlier runs)
+        self._dicts: tuple[str | None, list[dict[str, Any]]] | None = None
+        self.writes: dict[str, int] = {}  # path -> times written by this object (tests read it)
+
+    # ------------------------------------------------------------------ filling
+    def open_model(self, name: str, answer_file: str, records: Iterable[Record],
+                   skipped: dict[str, int] | None = None) -> ModelResults:
+        """The model's results, starting from its earlier file in this save path (if any)."""
+        res = self.models[name] = ModelResults.open(self.path, name, answer_file, records)
+        res.skipped_categories = dict(skipped or {})
+        self.opened.add(name)
+        return res
+
+    def add(self, model: str, family: str, category: str, records: list[Record], items: list[ItemScores],
+            signatures: dict[str, dict[str, Any]], corpus: dict[str, float]) -> None:
+        self.models[model].add(family, category, records, items, signatures, corpus)
+
+    def add_battle(self, model_a: str, model_b: str, data: dict[str, Any]) -> Path:
+        stem = battle_stem(model_a, model_b)
+        self.battles[stem] = data
+        return self.path / "battles" / f"{stem}.json"
+
+    def set_ranking(self, data: dict[str, Any]) -> Path:
+        self.ranking = data
+        return self.path / "battles" / "ranking.json"
+
+    def include_earlier(self) -> list[str]:
+        """Models with a result file here that this run did not open (runs of one model at a time
+        share a save path): read once, so every output shows every model. Returns their names."""
+        found = []
+        for res in load_all(self.path):
+            if res.model not in self.models:
+                self.models[res.model] = res
+                found.append(res.model)
+        return found
+
+    def stamp(self, prefix: str, field: str, value: Any) -> None:
+        """Add `field` to every signature whose key starts with `prefix` (results and battles), e.g.
+        the judge check's verdict beside every GPT score."""
+        for res in self.models.values():
+            for key, sig in res.signatures.items():
+                if key.startswith(prefix) and isinstance(sig, dict):
+                    sig[field] = value
+        for data in self.battles.values():
+            if isinstance(data.get("signature"), dict):
+                data["signature"][field] = value
+
+    def check_signatures(self) -> list[dict[str, Any]]:
+        """Drop earlier scores made another way (see ModelResults.signature_changes); log each change."""
+        for res in self.models.values():
+            for change in res.signature_changes():
+                self.signature_changes.append(change)
+                self.log(f"warning: {change['model']} {change['score']}: signature changed since an earlier run in "
+                         f"this save path; {change['dropped_items']} earlier score(s) dropped, not mixed ("
+                         + signature_diff(change["earlier"], change["now"], "earlier", "now") + ")")
+        return self.signature_changes
+
+    # ------------------------------------------------------------------ reading
+    def results(self) -> list[ModelResults]:
+        """Every model, in name order."""
+        return [self.models[m] for m in sorted(self.models)]
+
+    def result_dicts(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The result files' content, in name order (aggregates computed once per model); built once
+        per run id: what the files hold is what every output reads."""
+        if self._dicts is None or self._dicts[0] != run_id:
+            self._dicts = (run_id, [res.to_dict(run_id if res.model in self.opened else None)
+                                    for res in self.results()])
+        return self._dicts[1]
+
+    # ------------------------------------------------------------------ writing
+    def _write(self, path: Path, data: Any) -> Path:
+        atomic_write_json(path, data)
+        self.writes[str(path)] = self.writes.get(str(path), 0) + 1
+        return path
+
+    def write(self, run_id: str | None = None) -> dict[str, list[str]]:
+        """Every result file, battle and the ranking, once. Returns the paths written."""
+        files: dict[str, list[str]] = {"results": [], "battles": []}
+        for res, data in zip(self.results(), self.result_dicts(run_id)):
+            res.runs = data["runs"]
+            files["results"].append(str(self._write(ModelResults.path_for(self.path, res.model), data)))
+        for stem, data in self.battles.items():
+            files["battles"].append(str(self._write(self.path / "battles" / f"{stem}.json", data)))
+        if self.ranking is not None:
+            files["ranking"] = [str(self._write(self.path / "battles" / "ranking.json", self.ranking))]
+        return files
+
+    def write_manifest(self, manifest: dict[str, Any]) -> None:
+        self._write(self.path / "manifest.json", manifest)
+        self._write(self.path / "runs" / f"{manifest['run_id']}.json", manifest)
