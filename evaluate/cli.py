@@ -14,6 +14,8 @@ from .commands.common import EXIT_CODES, EXIT_OK, guarded
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("evaluate.commands.run", "the main job: answer files x categories x evaluator families (the default)"),
     "report": ("evaluate.commands.report", "write the HTML report of a save path"),
+    "summary": ("evaluate.commands.summary", "print the closing lines of an earlier run"),
+    "compare": ("evaluate.commands.compare", "compare two runs of the same models on the same items"),
     "merge": ("evaluate.commands.merge", "join the save paths of sharded runs (--shard I/N)"),
     "meta-eval": ("evaluate.commands.metaeval", "how well an evaluator agrees with human labels"),
     "judge-check": ("evaluate.commands.judgecheck", "can I trust this judge on this kind of data?"),
