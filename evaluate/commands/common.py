@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Callable
 
+from ..backends.options import JudgeOptions
 from ..core.errors import InputError
+from ..core.io import read_structured
+from ..core.options import parse_options
 from ..core.secrets import secret_values
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
@@ -51,3 +55,16 @@ def guarded(main: Callable[[list[str]], int], argv: list[str]) -> int:
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f) or "a file"
         print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT
+
+
+def load_judge(path: Path) -> JudgeOptions:
+    """The `judge:` block of a YAML/JSON file (a run config's works as it is), checked as a run checks it."""
+    raw = read_structured(path, "judge config")
+    if not isinstance(raw, dict) or not isinstance(raw.get("judge"), dict):
+        raise InputError(f"{path}: expected a mapping with a judge: block (backend, model, base_url, ...)")
+    opts, problems = parse_options(JudgeOptions, raw["judge"], f"{path}: judge")
+    if not problems:
+        problems = [f"{path}: judge.{key}: {msg}" for key, msg in opts.problems()]
+    if problems:
+        raise InputError("; ".join(problems))
+    return opts

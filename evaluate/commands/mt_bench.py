@@ -18,9 +18,8 @@ from typing import Any
 
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
-from ..core.io import check_output_dir, read_structured
-from ..core.options import parse_options
-from .common import EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser
+from ..core.io import check_output_dir
+from .common import EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, load_judge
 
 EXIT_JUDGE = EXIT_RUN_ERRORS
 
@@ -40,16 +39,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="only the first N questions of each category")
     p.add_argument("--dry-run", action="store_true", help="count the judge calls per prompt; contact nothing")
     return p
-
-
-def load_judge(path: Path) -> JudgeOptions:
-    raw = read_structured(path, "judge config")
-    if not isinstance(raw, dict) or not isinstance(raw.get("judge"), dict):
-        raise InputError(f"{path}: expected a mapping with a judge: block (backend, model, base_url, ...)")
-    opts, problems = parse_options(JudgeOptions, raw["judge"], f"{path}: judge")
-    if problems:
-        raise InputError("; ".join(problems))
-    return opts
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,190 @@
+"""`eval.py alpaca-eval --model-outputs FILE [FILE...] --reference-outputs FILE --evaluator-config DIR_OR_YAML
+--judge-config C --save_path OUT [--limit N] [--seed S] [--dry-run]`
+
+Judges model outputs against a baseline by AlpacaEval's protocol (evaluate/benchmarks/alpaca_eval_judge.py
+says how) with the judge of C's `judge:` block. Writes OUT/<model>/<annotator>/annotations.json
+(AlpacaEval's results layout) with judge_run.json beside it, and OUT/judge_cache.sqlite; a re-run
+is answered from the cache. Prints each model's win rate.
+
+Decoding (max_tokens, temperature, top_logprobs) comes from the evaluator config, as AlpacaEval sends
+it; the `judge:` block gives the backend, model, server, cache and price (`judge.mode: generate`
+asks for no log-probabilities: preferences are then read from the generated token).
+
+Exit codes: 0 done; 2 bad input (one `error:` line, no judge call made); 3 the judge failed on some
+calls (written with preference null; run again to finish them) or every annotation is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..backends.options import JudgeOptions
+from ..core.errors import InputError
+from ..core.io import check_output_dir, safe_name
+from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, guarded, load_judge
+
+EXIT_JUDGE = EXIT_RUN_ERRORS
+# The dry run's token estimate. It errs high on purpose: GPT-4's tokenizer averaged 4.7 characters a
+# token over AlpacaEval's own judge prompts (alpaca-7b and vicuna-13b, from their published prices).
+CHARS_PER_TOKEN = 4
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = Parser(prog="eval.py alpaca-eval",
+                description="Judge model outputs against a baseline by AlpacaEval 2's protocol (one randomised "
+                            "order per instruction, preference from the log-probabilities of m / M).")
+    p.add_argument("--model-outputs", required=True, nargs="+", type=Path, metavar="FILE",
+                   help="AlpacaEval model_outputs.json files: lists of {instruction, output, generator, dataset}")
+    p.add_argument("--reference-outputs", required=True, type=Path, metavar="FILE",
+                   help="the baseline's outputs (AlpacaEval 2: gpt4_1106_preview), same format")
+    p.add_argument("--evaluator-config", required=True, type=Path, metavar="DIR_OR_YAML",
+                   help="an AlpacaEval evaluator folder (e.g. .../evaluators_configs/weighted_alpaca_eval_gpt4_turbo) "
+                        "or its configs.yaml; its prompt file is read from where the config names it")
+    p.add_argument("--judge-config", required=True, type=Path, help="YAML/JSON file with a judge: block")
+    p.add_argument("--save_path", required=True, type=Path, help="output folder")
+    p.add_argument("--limit", type=int, help="only the reference's first N instructions")
+    p.add_argument("--seed", type=int, default=0, help="seed of the per-instruction order (default 0: AlpacaEval's)")
+    p.add_argument("--dry-run", action="store_true", help="count the judge calls (and the cost, with judge.price); "
+                                                          "contact nothing")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return guarded(lambda _: _run(args), argv)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..benchmarks import alpaca_eval_judge as ae
+
+    if args.limit is not None and args.limit < 1:
+        raise InputError(f"--limit: expected a positive number of instructions, got {args.limit}")
+    opts = load_judge(args.judge_config)
+    evaluator = ae.read_evaluator(args.evaluator_config)
+    reference = ae.read_outputs(args.reference_outputs)
+    models = [ae.read_outputs(p) for p in args.model_outputs]
+    seen: dict[str, Path] = {}
+    for m in models:
+        key = safe_name(m.generator)
+        if key in seen:
+            raise InputError(f"{m.path}: model {m.generator!r} is given twice (also {seen[key]}); each model "
+                             "needs its own results folder")
+        seen[key] = m.path
+    pairs = {m.generator: ae.pair_up(m, reference, args.limit) for m in models}
+    for m in models:
+        extra = ae.extra_instructions(m, reference)
+        if extra:
+            print(f"note: {m.path}: {extra} instruction(s) not in the reference are left out", file=sys.stderr)
+    check_output_dir(args.save_path, "--save_path")
+
+    logprobs = evaluator.top_logprobs > 0 and opts.mode != "generate"
+    planned = {name: ae.plan(evaluator, ps, args.seed, logprobs) for name, ps in pairs.items()}
+    if args.dry_run:
+        return _dry_run(planned, evaluator, opts, reference.generator)
+
+    from ..backends.pool import open_backend
+
+    cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
+             Path(opts.cache) if isinstance(opts.cache, str) else None)
+    args.save_path.mkdir(parents=True, exist_ok=True)
+    backend = open_backend(opts, cache)
+    try:
+        if logprobs and not backend.supports_logprobs:
+            logprobs = False
+            planned = {name: ae.plan(evaluator, ps, args.seed, False) for name, ps in pairs.items()}
+        flat = [p for ps in planned.values() for p in ps]
+        records = ae.annotate(evaluator, flat, backend)
+        signature = backend.signature()
+    finally:
+        backend.close()
+
+    info = {"baseline": reference.generator, "seed": args.seed, "limit": args.limit, "judge": signature,
+            "order": f"AlpacaEval's: swapped when random.Random('is_switched_outputs' + instruction + '{args.seed}')"
+                     ".random() >= 0.5",
+            "reference_outputs": str(reference.path)}
+    results: dict[str, Any] = {}
+    start = 0
+    for m in models:
+        recs = records[start:start + len(planned[m.generator])]
+        start += len(planned[m.generator])
+        methods = sorted({r["preference_method"] for r in recs if r.get("preference_method")})
+        path = ae.write_annotations(args.save_path, m.generator, evaluator, recs,
+                                    {**info, "model_outputs": str(m.path), "preference_methods": methods})
+        results[m.generator] = (ae.win_rate(recs), path, "token" in methods)
+    _print(results, evaluator, signature, reference.generator, args.seed)
+    _print_length_controlled([path for _, path, _ in results.values()])
+    if any(fallback for _, _, fallback in results.values()):
+        print("note: the judge gave no log-probabilities: preferences were read from the generated token "
+              "(m -> 1, M -> 2, as a binarized AlpacaEval config reads them), so the win rate is a discrete one",
+              file=sys.stderr)
+
+    failed = sum(w.n_failed for w, _, _ in results.values())
+    if failed:
+        print(f"error: the judge failed on {failed} pair(s) (written with preference null and the error); "
+              "run again to judge them", file=sys.stderr)
+        return EXIT_JUDGE
+    if all(w.n_total == 0 for w, _, _ in results.values()):
+        print("error: no preference could be read (every annotation is invalid); see invalid_reason in "
+              "annotations.json", file=sys.stderr)
+        return EXIT_JUDGE
+    return EXIT_OK
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _print(results: dict[str, Any], evaluator: Any, judge: dict[str, Any], baseline: str, seed: int) -> None:
+    print(f"AlpacaEval: annotator {evaluator.name}, judge {judge.get('model')}, baseline {baseline}, seed {seed}")
+    print(f"{'model':<28}{'win rate':>9}{'s.e.':>7}{'discrete':>9}{'n':>6}{'invalid':>8}{'failed':>7}")
+    for name, (w, _, _) in results.items():
+        print(f"{name[:27]:<28}{_fmt(w.win_rate):>9}{_fmt(w.standard_error):>7}{_fmt(w.discrete_win_rate):>9}"
+              f"{w.n_total:>6}{w.n_invalid:>8}{w.n_failed:>7}")
+    print("win rate: the model's mean preference (probability-weighted), %; s.e.: its standard\n"
+          "error; discrete: wins (preference > 1.5) with draws as halves, %; invalid: kept, not counted")
+    for name, (_, path, _) in results.items():
+        print(f"  {name}: {path}")
+
+
+def _print_length_controlled(paths: Sequence[Path]) -> None:
+    """AlpacaEval's length-controlled win rates of the models just judged, when the project's AlpacaEval
+    leaderboard module is there to compute them (the models judged together form its reference set)."""
+    try:
+        from ..benchmarks import alpaca_eval as board
+    except ImportError:
+        return
+    read, fit = getattr(board, "read_annotations", None), getattr(board, "leaderboard", None)
+    if read is None or fit is None:
+        return
+    try:
+        rows = fit([m for p in paths for m in read(p)]).rows
+    except InputError as exc:
+        print(f"note: no length-controlled win rate: {exc}", file=sys.stderr)
+        return
+    print("length-controlled win rate (AlpacaEval's LC; a fit over these models and instructions only):")
+    for r in rows:
+        print(f"  {str(r['model'])[:27]:<28}{_fmt(r.get('length_controlled_winrate')):>9}"
+              f"{_fmt(r.get('lc_standard_error')):>7}  {r.get('lc_method', '')}")
+
+
+def _dry_run(planned: dict[str, Sequence[Any]], evaluator: Any, opts: JudgeOptions, baseline: str) -> int:
+    calls = {name: [p.request for p in ps if p.request is not None] for name, ps in planned.items()}
+    print(f"AlpacaEval dry run: annotator {evaluator.name}, judge {opts.model}, baseline {baseline}")
+    print(f"{'model':<28}{'pairs':>7}{'identical':>10}{'judge calls':>12}")
+    for name, ps in planned.items():
+        print(f"{name[:27]:<28}{len(ps):>7}{len(ps) - len(calls[name]):>10}{len(calls[name]):>12}")
+    reqs = [r for rs in calls.values() for r in rs]
+    print(f"{'total':<28}{sum(len(ps) for ps in planned.values()):>7}{'':>10}{len(reqs):>12}")
+    if opts.price:
+        prompt_tokens = sum(len(c) for r in reqs for _, c in r.messages) / CHARS_PER_TOKEN
+        completion_tokens = sum(r.max_tokens for r in reqs)
+        cost = prompt_tokens * opts.price["prompt"] / 1e6 + completion_tokens * opts.price["completion"] / 1e6
+        print(f"cost: about ${cost:.2f} ({prompt_tokens:,.0f} prompt tokens estimated at {CHARS_PER_TOKEN} "
+              f"characters a token, {completion_tokens} completion tokens; calls already in the cache cost nothing)")
+    return EXIT_OK
