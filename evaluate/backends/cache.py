@@ -7,17 +7,25 @@ cache) and the request's canonical hash. Entries written when the key still held
 found too (and copied to the new key), so an older cache is never paid for twice. Each successful completion is written the
 moment it arrives, so a run killed half-way resumes paying only for the rest. Failures and
 empty replies are never stored: a re-run retries them.
+
+One file may serve several processes at once (runs sharing a cache across save paths): WAL lets
+readers and one writer go on together, SQLite's busy timeout makes a writer wait for another's
+transaction, and the few cases where SQLite answers "database is locked" without waiting
+(switching to WAL, a read that turns into a write) are tried again for up to `lock_wait`
+seconds. WAL needs a local disk (not NFS). `stats()` gives the size and this run's hits.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sqlite3
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from .base import Backend, Completion, JudgeRequest, ProgressFn
 from .retry import progress_bar
@@ -40,6 +48,31 @@ CREATE TABLE IF NOT EXISTS completions (
     created REAL NOT NULL
 )
 """
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CacheStats:
+    """The size of a judge cache and what this process asked of it."""
+
+    path: str
+    entries: int
+    bytes: int  # the database file and its write-ahead log, on disk
+    hits: int
+    misses: int
+
+    def line(self) -> str:
+        asked = self.hits + self.misses
+        share = f" ({self.hits / asked:.0%} hits)" if asked else ""
+        return (f"judge cache {self.path}: {self.entries:,} entries, {self.bytes / 1e6:.1f} MB; "
+                f"this run {self.hits:,} hits, {self.misses:,} misses{share}")
+
+
+def _locked(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
 
 
 def judge_blob(signature: dict[str, Any], volatile_fields: Sequence[str] = VOLATILE_FIELDS) -> str:
@@ -72,6 +105,9 @@ class CachedBackend(Backend):
             of one model share the cache; remove "base_url" to key on the server too).
         chunk_size: for inner backends without `complete_many_indexed`, misses are sent in chunks
             of this size and each chunk is stored as soon as it returns.
+        busy_timeout: seconds one statement waits for another process's write to end.
+        lock_wait: seconds an operation is tried again while SQLite still says "database is
+            locked" (beyond the busy timeout); then the error propagates.
     """
 
     def __init__(
@@ -81,6 +117,8 @@ class CachedBackend(Backend):
         *,
         volatile_fields: Sequence[str] = VOLATILE_FIELDS,
         chunk_size: int = 16,
+        busy_timeout: float = 30.0,
+        lock_wait: float = 120.0,
     ):
         super().__init__(inner.model)
         self.inner = inner
@@ -97,16 +135,38 @@ class CachedBackend(Backend):
                                for u in ([urls] if isinstance(urls, str) else urls or [])]
         self.hits = 0
         self.misses = 0
+        self.lock_wait = lock_wait
+        self.lock_retries = 0  # times SQLite said "locked" and the operation was tried again
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # One connection shared under a lock: writes are tiny, and WAL lets other processes read meanwhile.
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30.0)
-            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                         timeout=busy_timeout)
+            self.journal_mode = self._retry(lambda: self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute(_SCHEMA)
+            self._retry(lambda: self._conn.execute(_SCHEMA))
+        except sqlite3.OperationalError as exc:
+            if _locked(exc):
+                raise InputError(f"{self.path}: the judge cache stayed locked by another process for "
+                                 f"{lock_wait:g}s ({exc})") from exc
+            raise InputError(f"{self.path}: cannot open the judge cache as an SQLite database ({exc})") from exc
         except sqlite3.DatabaseError as exc:
             raise InputError(f"{self.path}: cannot open the judge cache as an SQLite database ({exc})") from exc
+
+    def _retry(self, fn: Callable[[], T]) -> T:
+        """`fn()`, tried again with a growing pause while SQLite says the database is locked."""
+        deadline = time.monotonic() + self.lock_wait
+        pause = 0.01
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if not _locked(exc) or time.monotonic() + pause > deadline:
+                    raise
+            self.lock_retries += 1
+            time.sleep(pause * random.uniform(0.5, 1.0))
+            pause = min(pause * 2, 1.0)
 
     # ------------------------------------------------------------------ keys and storage
     def key(self, request: JudgeRequest) -> str:
@@ -124,9 +184,9 @@ class CachedBackend(Backend):
         with self._lock:
             for start in range(0, len(unique), 500):  # stay under SQLite's bound-parameter limit
                 part = unique[start : start + 500]
-                found.update(self._conn.execute(
+                found.update(self._retry(lambda: self._conn.execute(
                     f"SELECT key, completion FROM completions WHERE key IN ({','.join('?' * len(part))})", part
-                ).fetchall())
+                ).fetchall()))
         return found
 
     def _lookup(self, keys: Sequence[str], requests: Sequence[JudgeRequest] = ()) -> dict[str, Completion]:
@@ -146,7 +206,8 @@ class CachedBackend(Backend):
                     blobs[k] = blob
                     row = (k, self._judge, json.dumps(req.as_dict(), ensure_ascii=False), blob, time.time())
                     with self._lock:
-                        self._conn.execute("INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?, ?)", row)
+                        self._retry(lambda: self._conn.execute(
+                            "INSERT OR IGNORE INTO completions VALUES (?, ?, ?, ?, ?)", row))
         return {k: Completion.from_dict(json.loads(blob), cached=True) for k, blob in blobs.items()}
 
     def _store(self, key: str, request: JudgeRequest, comp: Completion) -> None:
@@ -154,7 +215,7 @@ class CachedBackend(Backend):
             return
         row = (key, self._judge, json.dumps(request.as_dict(), ensure_ascii=False), json.dumps(comp.to_dict(), ensure_ascii=False), time.time())
         with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", row)
+            self._retry(lambda: self._conn.execute("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", row))
 
     def store_many(self, rows: Sequence[tuple[str, JudgeRequest, Completion]]) -> int:
         """Store many (key, request, completion) in one transaction (an import); failures and empty
@@ -162,18 +223,27 @@ class CachedBackend(Backend):
         data = [(k, self._judge, json.dumps(r.as_dict(), ensure_ascii=False), json.dumps(c.to_dict(), ensure_ascii=False),
                  time.time()) for k, r, c in rows if c.ok and c.text.strip()]
         with self._lock:
-            self._conn.execute("BEGIN")
+            # IMMEDIATE: the write lock is taken (or waited for) at BEGIN, so the transaction never
+            # has to turn a read into a write, which SQLite refuses without waiting
+            self._retry(lambda: self._conn.execute("BEGIN IMMEDIATE"))
             try:
                 self._conn.executemany("INSERT OR REPLACE INTO completions VALUES (?, ?, ?, ?, ?)", data)
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            self._retry(lambda: self._conn.execute("COMMIT"))
         return len(data)
 
     def __len__(self) -> int:
         with self._lock:
-            return self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
+            return self._retry(lambda: self._conn.execute("SELECT COUNT(*) FROM completions").fetchone()[0])
+
+    def stats(self) -> CacheStats:
+        """Entries and bytes on disk now (every process's), hits and misses of this backend."""
+        size = sum(p.stat().st_size for p in (self.path, self.path.with_name(self.path.name + "-wal")) if p.exists())
+        with self._lock:
+            hits, misses = self.hits, self.misses
+        return CacheStats(str(self.path), len(self), size, hits, misses)
 
     # ------------------------------------------------------------------ Backend
     @property
@@ -182,6 +252,11 @@ class CachedBackend(Backend):
 
     def signature(self) -> dict[str, Any]:
         return self.inner.signature()
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the judge behind the cache cannot be reached (see OpenAICompatBackend), or None."""
+        return getattr(self.inner, "unreachable", None)
 
     def usage(self) -> dict[str, Any]:
         inner = self.inner.usage() if hasattr(self.inner, "usage") else {}
@@ -241,20 +316,31 @@ class CachedBackend(Backend):
                             aborted = True
                             raise
 
-            self._send(miss_requests, on_result)
+            returned = self._send(miss_requests, on_result)
+            for i, comp in enumerate(returned):  # never sent (a stopped run, an unreachable judge): reported now
+                for j in positions[miss_keys[i]]:
+                    if out[j] is None:
+                        out[j] = comp
+                        bar.add(comp)
+                        if progress is not None:
+                            progress(comp)
         return out  # type: ignore[return-value]
 
-    def _send(self, requests: list[JudgeRequest], on_result: Callable[[int, Completion], None]) -> None:
+    def _send(self, requests: list[JudgeRequest], on_result: Callable[[int, Completion], None]) -> list[Completion]:
+        """The misses through the inner backend, each stored by `on_result` as it finishes; returns them
+        all, including those the inner backend gave back without reporting (never sent)."""
         if not requests:
-            return
+            return []
         indexed = getattr(self.inner, "complete_many_indexed", None)
         if callable(indexed):
-            indexed(requests, on_result)
-            return
+            return indexed(requests, on_result) or []  # the local backend reports every one and returns None
+        out: list[Completion] = []
         for start in range(0, len(requests), self.chunk_size):
             chunk = requests[start : start + self.chunk_size]
             for offset, comp in enumerate(self.inner.complete_many(chunk)):
                 on_result(start + offset, comp)
+                out.append(comp)
+        return out
 
     def close(self) -> None:
         with self._lock:

@@ -13,6 +13,15 @@ is set aside for `cooldown` seconds (doubling on each new trip, at most `max_coo
 that it gets one probe request at a time until one succeeds. When every endpoint is set aside
 the attempt goes to the one whose cool-down ends first, so a run never waits on the breaker and
 degrades to the per-request retries it had with one endpoint.
+
+An endpoint that cannot even be connected to (refused, DNS, TLS, no route: "down" attempts), or
+that accepts connections and answers nothing at all ("hung": a request timed out and so did a
+GET /models), is dropped for the rest of the run once such failures keep coming, `down_attempts`
+in a row over `unreachable_after` seconds if it never answered in this run (a wrong URL, a server
+not started or hung), or over `down_after` seconds if it did (long enough for a restart). While its
+cool-down runs, it gets its probe when that span ends, not later. When every endpoint is dropped
+the judge is unreachable: `acquire` raises `JudgeUnreachable` and `on_unreachable` is told once,
+so the backend can stop sending instead of retrying each request for minutes.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
 from .base import Completion
+from .retry import JudgeUnreachable
 
 log = logging.getLogger("evaluate.backends.endpoints")
 T = TypeVar("T")
@@ -46,17 +56,27 @@ class Endpoint:
     calls: int = 0
     failed_calls: int = 0
     set_aside: int = 0
+    reached: bool = False  # it answered at least once in this run (a reply, an error status, a busy server's /models)
+    down: int = 0  # consecutive attempts that could not connect
+    down_since: float = 0.0  # when the first of them started
+    down_error: str = ""
+    dropped: str = ""  # why the endpoint is out of the run for good ("" while it is in)
 
     def usage(self) -> dict[str, Any]:
-        return {"calls": self.calls, "failed_calls": self.failed_calls, "set_aside": self.set_aside,
-                "concurrency": self.limit}
+        out: dict[str, Any] = {"calls": self.calls, "failed_calls": self.failed_calls, "set_aside": self.set_aside,
+                               "concurrency": self.limit}
+        if self.dropped:
+            out["dropped"] = self.dropped
+        return out
 
 
 class EndpointSet:
     """Chooses an endpoint per attempt (fewest in flight), with a circuit breaker per endpoint."""
 
     def __init__(self, endpoints: Sequence[Endpoint], *, failures: int = 5, cooldown: float = 30.0,
-                 max_cooldown: float = 600.0, clock: Callable[[], float] = time.monotonic):
+                 max_cooldown: float = 600.0, clock: Callable[[], float] = time.monotonic,
+                 down_attempts: int = 3, unreachable_after: float = 2.0, down_after: float = 60.0,
+                 on_unreachable: Callable[[str], None] | None = None):
         if not endpoints:
             raise ValueError("EndpointSet: no endpoint")
         self.endpoints = list(endpoints)
@@ -64,6 +84,11 @@ class EndpointSet:
         self.cooldown = cooldown
         self.max_cooldown = max_cooldown
         self.clock = clock
+        self.down_attempts = max(1, down_attempts)
+        self.unreachable_after = unreachable_after
+        self.down_after = down_after
+        self.on_unreachable = on_unreachable
+        self.unreachable: str | None = None  # set once every endpoint is dropped: why
         self._cond = threading.Condition()
 
     @property
@@ -78,10 +103,13 @@ class EndpointSet:
         (the endpoints this request already failed on); blocks while every usable slot is taken."""
         with self._cond:
             while True:
+                if self.unreachable is not None:
+                    raise JudgeUnreachable(self.unreachable)
                 now = self.clock()
-                usable = [e for e in self.endpoints if e.open_until <= now]
+                alive = [e for e in self.endpoints if not e.dropped]
+                usable = [e for e in alive if e.open_until <= now]
                 if not usable:  # everything set aside: the first to come back takes the attempt
-                    usable = [min(self.endpoints, key=lambda e: e.open_until)]
+                    usable = [min(alive, key=lambda e: e.open_until)]
                 preferred = [e for e in usable if e not in avoid] or usable
                 free = [e for e in preferred if e.in_flight < self._limit(e)]
                 if free:
@@ -89,33 +117,70 @@ class EndpointSet:
                     best.in_flight += 1
                     best.calls += 1
                     return best
-                waits = [e.open_until - now for e in self.endpoints if e.open_until > now]
+                waits = [e.open_until - now for e in alive if e.open_until > now]
                 self._cond.wait(timeout=min(waits) if waits else None)
 
-    def release(self, e: Endpoint, outcome: str) -> None:
-        """outcome: "ok", "fail" (counts towards setting the endpoint aside) or "neutral"."""
+    def release(self, e: Endpoint, outcome: str, *, started: float | None = None, error: str = "") -> None:
+        """outcome: "ok", "fail" (counts towards setting the endpoint aside), "down" (could not
+        connect) or "hung" (connected, but neither the request nor a check got any answer): a fail
+        that may also drop the endpoint (`started` is when the attempt began, `error` what went
+        wrong); or "neutral"."""
+        gone: str | None = None
         with self._cond:
             e.in_flight -= 1
+            now = self.clock()
+            if outcome in ("down", "hung"):
+                if e.down == 0:
+                    e.down_since = now if started is None else started
+                    log.warning("%s: %s; dropped if this goes on for %gs", e.url, error,
+                                self.down_after if e.reached else self.unreachable_after)
+                e.down += 1
+                e.down_error = error
+            else:
+                e.reached = True
+                e.down = 0
             if outcome == "ok":
                 e.failures = e.trips = 0
-            elif outcome == "fail":
+            elif outcome in ("fail", "down", "hung"):
                 e.failed_calls += 1
                 e.failures += 1
-                if e.failures >= self.threshold:
+                grace = self.down_after if e.reached else self.unreachable_after
+                if e.down >= self.down_attempts and now - e.down_since >= grace and not e.dropped:
+                    gone = self._drop(e, now)
+                elif e.failures >= self.threshold:
                     pause = min(self.max_cooldown, self.cooldown * 2.0 ** e.trips)
                     e.trips += 1
                     e.set_aside += 1
-                    e.open_until = self.clock() + pause
+                    e.open_until = now + pause
+                    if e.down:  # cannot connect: probe again when it would be dropped, not later
+                        e.open_until = min(e.open_until, max(now, e.down_since + grace))
                     if len(self.endpoints) > 1:
                         log.warning("endpoint %s set aside for %.0fs after %d failed attempts in a row",
-                                    e.url, pause, e.failures)
+                                    e.url, e.open_until - now, e.failures)
             self._cond.notify_all()
+        if gone is not None and self.on_unreachable is not None:
+            self.on_unreachable(gone)
+
+    def _drop(self, e: Endpoint, now: float) -> str | None:
+        """Drop `e` for good (lock held); returns why the judge is unreachable when `e` was the last."""
+        when = "it had answered before" if e.reached else "it never answered in this run"
+        what = e.down_error.removeprefix("connection failed: ")
+        e.dropped = f"{what} ({e.down} attempts in a row over {now - e.down_since:.1f}s; {when})"
+        alive = [x for x in self.endpoints if not x.dropped]
+        if alive:
+            log.warning("endpoint %s dropped for the rest of the run: %s; %d endpoint(s) left",
+                        e.url, e.dropped, len(alive))
+            return None
+        hint = ("is the server running and answering, and is base_url right?"
+                if not any(x.reached for x in self.endpoints) else "the server stopped answering")
+        self.unreachable = "; ".join(f"{x.url}: {x.dropped}" for x in self.endpoints) + f" - {hint}"
+        return self.unreachable
 
     def others_usable(self, avoid: Sequence[Endpoint]) -> bool:
         """Whether an endpoint outside `avoid` can take a request now (then a retry need not back off)."""
         with self._cond:
             now = self.clock()
-            return any(e not in avoid and e.open_until <= now for e in self.endpoints)
+            return any(e not in avoid and not e.dropped and e.open_until <= now for e in self.endpoints)
 
     def usage(self) -> dict[str, dict[str, Any]]:
         with self._cond:
@@ -158,6 +223,7 @@ class RequestPool:
         self._cond = threading.Condition()
         self._threads: list[threading.Thread] = []
         self._closed = False
+        self._reason = CANCELLED
 
     def _start(self) -> None:
         if self._threads:
@@ -243,11 +309,14 @@ class RequestPool:
                     except Exception:
                         pass
             raise
-        return [c if c is not None else Completion(error=CANCELLED) for c in results]
+        return [c if c is not None else Completion(error=self._reason) for c in results]
 
-    def cancel(self) -> None:
-        """Stop the run: queued items are not sent (they come back as errors), new batches are refused."""
+    def cancel(self, reason: str = CANCELLED) -> None:
+        """Stop the run: queued items are not sent (they come back as errors saying `reason`), new
+        batches are refused."""
         with self._cond:
+            if not self._closed:
+                self._reason = reason
             self._closed = True
             batches = list(self._queue)
             self._queue.clear()

@@ -4,6 +4,13 @@ Transport goes through the `openai` package; retries are ours (the client's own 
 off) so that every attempt is counted, backoff uses full jitter, and Retry-After is honoured the
 same way for every server. The API key lives only inside the openai client and a redactor: it
 is never part of `signature()`, `repr()`, logs, cache entries or error messages.
+
+A judge that cannot be connected to at all (see `endpoints.EndpointSet`: refused, DNS, TLS, no
+route, a handshake that times out) is declared unreachable within seconds, one that accepts
+connections and answers nothing (a request times out, and a GET /models right after does too)
+within `timeout` plus 10 s: `unreachable` says why, every request not finished fails with an
+error starting with `retry.UNREACHABLE`, and none not yet sent is sent. Other failures (429,
+5xx, a busy server's timeouts) keep their retries.
 """
 
 from __future__ import annotations
@@ -21,14 +28,28 @@ import openai
 
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .endpoints import Endpoint, EndpointSet, RequestPool
-from .retry import ResultFn, RetryPolicy, call_with_retries, progress_bar
+from .options import OPENAI_URL
+from .probe import CONNECT_TIMEOUT, connect_failure
+from .retry import JudgeUnreachable, ResultFn, RetryPolicy, call_with_retries, progress_bar
 from ..core.errors import InputError
 from ..core.secrets import scrub_url  # noqa: F401  (re-exported: signatures and reprs show the scrubbed URL)
 
 log = logging.getLogger("evaluate.backends.openai")
 
-OPENAI_URL = "https://api.openai.com/v1"
 MAX_TIMEOUT_GROWTH = 8  # a timed-out attempt doubles the next one's timeout, up to 8x the configured one
+
+
+def hung_request_seconds(timeout: float, max_retries: int, backoff_base: float = 0.5,
+                         backoff_max: float = 30.0) -> float:
+    """The longest one request can take when every attempt runs to its timeout (each double the
+    last, up to 8x), with the longest backoff drawn between them. A server that answers nothing is
+    dropped long before (about `timeout` + 10 s); this is the bound for one whose GET /models still
+    answers while its completions never come back (a stuck worker behind a live API server). Once
+    the breaker trips, one request is tried at a time, so a run of N such requests can take up to N
+    times this: what `timeout` and `max_retries` should be chosen against."""
+    attempts = sum(min(timeout * 2.0 ** i, timeout * MAX_TIMEOUT_GROWTH) for i in range(max_retries + 1))
+    pauses = sum(min(backoff_max, backoff_base * 2.0 ** i) for i in range(max_retries))
+    return attempts + pauses
 
 
 def _retry_after(headers: Mapping[str, str] | None) -> float | None:
@@ -111,6 +132,12 @@ class OpenAICompatBackend(Backend):
         concurrency: requests in flight (per endpoint when there are several).
         endpoint_failures, endpoint_cooldown: failed attempts in a row that set an endpoint aside,
             and for how many seconds (doubling while it keeps failing).
+        unreachable_after, down_after: seconds of failures to connect, or of requests that time out
+            where GET /models does too (3 or more in a row), after which an endpoint is dropped for
+            the run: if it never answered, and if it did (a restart); with every endpoint dropped
+            the judge is unreachable (`unreachable`).
+        connect_timeout: seconds for the TCP/TLS handshake (at most `timeout`); a live server
+            answers it in milliseconds, whatever it is computing.
         timeout: seconds per HTTP attempt.
         max_retries: retries after the first attempt for retryable failures (429, 5xx, timeouts, malformed replies).
         price: {"prompt": USD per 1M tokens, "completion": USD per 1M tokens}, for `usage()["cost_usd"]`.
@@ -139,6 +166,9 @@ class OpenAICompatBackend(Backend):
         logprobs: bool = True,
         endpoint_failures: int = 5,
         endpoint_cooldown: float = 30.0,
+        unreachable_after: float = 2.0,
+        down_after: float = 60.0,
+        connect_timeout: float = CONNECT_TIMEOUT,
     ):
         super().__init__(model)
         problems = []
@@ -169,6 +199,7 @@ class OpenAICompatBackend(Backend):
         raw_urls = [u.rstrip("/") for u, _ in specs]
         self.api_key_env = api_key_env
         self.timeout = float(timeout)
+        self.connect_timeout = min(float(connect_timeout), self.timeout)
         self.price = dict(price) if price else None
         self.token_limit_field = token_limit_field
         self._logprobs = logprobs
@@ -184,10 +215,13 @@ class OpenAICompatBackend(Backend):
                                                                         timeout=self.timeout, max_retries=0))
                for u, (_, n) in zip(raw_urls, specs)]
         del key, raw_urls
-        self._endpoints = EndpointSet(eps, failures=endpoint_failures, cooldown=endpoint_cooldown)
+        self._endpoints = EndpointSet(eps, failures=endpoint_failures, cooldown=endpoint_cooldown,
+                                      unreachable_after=unreachable_after, down_after=down_after,
+                                      on_unreachable=self._stop_unreachable)
         self.base_url = eps[0].url if len(eps) == 1 else [e.url for e in eps]
         self.concurrency = self._endpoints.capacity
         self._pool = RequestPool(self.concurrency, name=f"judge-{model}")
+        self._stopped = threading.Event()  # wakes the retries that wait, when the judge is unreachable or closed
 
         self._lock = threading.Lock()
         self._usage = dict(requests=0, calls=0, retries=0, failures=0, prompt_tokens=0, completion_tokens=0)
@@ -205,6 +239,16 @@ class OpenAICompatBackend(Backend):
 
     def __repr__(self) -> str:
         return f"OpenAICompatBackend(model={self.model!r}, base_url={self.base_url!r}, concurrency={self.concurrency})"
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the judge cannot be reached (every endpoint dropped), or None; once set, the backend sends nothing more."""
+        return self._endpoints.unreachable
+
+    def _stop_unreachable(self, reason: str) -> None:
+        log.error("%s; not sending the remaining requests", JudgeUnreachable(reason))
+        self._stopped.set()
+        self._pool.cancel(str(JudgeUnreachable(reason, sent=False)))
 
     # ------------------------------------------------------------------ accounting
     def _count(self, **deltas: int) -> None:
@@ -244,10 +288,12 @@ class OpenAICompatBackend(Backend):
         return params
 
     def _error(self, message: str, *, retryable: bool, retry_after: float | None = None,
-               fault: bool = False) -> BackendError:
-        """`fault`: the endpoint itself looks broken (counts towards setting it aside)."""
+               fault: bool = False, down: bool = False) -> BackendError:
+        """`fault`: the endpoint itself looks broken (counts towards setting it aside); `down`: no
+        connection could be made (counts towards dropping it)."""
         exc = BackendError(self._redact(message), retryable=retryable, retry_after=retry_after)
-        exc.endpoint_fault = fault  # type: ignore[attr-defined]
+        exc.endpoint_fault = fault or down  # type: ignore[attr-defined]
+        exc.endpoint_down = down  # type: ignore[attr-defined]
         return exc
 
     def _attempt(self, request: JudgeRequest, tries: "_Tries", timeout: float | None = None) -> Completion:
@@ -255,24 +301,46 @@ class OpenAICompatBackend(Backend):
         mapped to a Completion or a BackendError that says whether to retry."""
         avoid = tries.avoid
         ep = self._endpoints.acquire(avoid)
+        started = self._endpoints.clock()
         tries.faulted = False
-        outcome = "neutral"
+        outcome, error = "neutral", ""
         try:
             comp = self._call(ep.client, request, timeout)
             outcome = "ok"
             return comp
         except BackendError as exc:
             if getattr(exc, "endpoint_fault", False):
-                outcome = "fail"
+                outcome = "down" if getattr(exc, "endpoint_down", False) else "fail"
+                error = str(exc)
+                if getattr(exc, "timed_out", False) and not self._answers(ep):
+                    outcome = "hung"
+                    error = (f"accepts connections but never answers (a request timed out after "
+                             f"{timeout or self.timeout:g}s, and GET /models after {min(CONNECT_TIMEOUT, self.timeout):g}s)")
                 avoid.append(ep)
                 tries.faulted = True
             raise
         finally:
-            self._endpoints.release(ep, outcome)
+            self._endpoints.release(ep, outcome, started=started, error=error)
+
+    def _answers(self, ep: Endpoint) -> bool:
+        """After a timed-out request: whether the server still answers anything (GET /models, any
+        status) within the connect timeout. A busy server does, and its request keeps its retries
+        with a longer timeout; a hung one does not, and counts towards dropping the endpoint."""
+        limit = min(CONNECT_TIMEOUT, self.timeout)
+        try:
+            ep.client.get("/models", cast_to=object, options={"timeout": limit})
+        except openai.APIStatusError:
+            return True
+        except openai.APIConnectionError:  # timeouts included
+            return False
+        except (ValueError, openai.OpenAIError):  # an answer, if not a model list
+            return True
+        return True
 
     def _call(self, client: openai.OpenAI, request: JudgeRequest, timeout: float | None = None) -> Completion:
         self._count(calls=1)
         timeout = timeout or self.timeout
+        limits = openai.Timeout(timeout, connect=min(self.connect_timeout, timeout))
         try:
             # The client's generic POST (its documented interface for any endpoint): the same
             # transport, headers, status and error handling as `chat.completions.create`, but the
@@ -280,10 +348,15 @@ class OpenAICompatBackend(Backend):
             # way back (cast_to=object: the parsed JSON). Client CPU per request 1.7 -> 0.9 ms
             # (BENCHMARKS.md, "4 endpoints, 20,000 ratings").
             resp = client.post("/chat/completions", body=self._params(request), cast_to=object,
-                               options={"timeout": timeout})
-        except openai.APITimeoutError:
-            raise self._error(f"timed out after {timeout:g}s", retryable=True, fault=True)
-        except openai.APIConnectionError as exc:
+                               options={"timeout": limits})
+        except openai.APIConnectionError as exc:  # timeouts included
+            down = connect_failure(exc, limits.connect)
+            if down is not None:
+                raise self._error(f"connection failed: {down}", retryable=True, down=True)
+            if isinstance(exc, openai.APITimeoutError):
+                exc_t = self._error(f"timed out after {timeout:g}s", retryable=True, fault=True)
+                exc_t.timed_out = True  # type: ignore[attr-defined]
+                raise exc_t
             raise self._error(f"connection failed: {exc.__cause__ or exc}", retryable=True, fault=True)
         except openai.APIStatusError as exc:
             status = exc.status_code
@@ -341,17 +414,19 @@ class OpenAICompatBackend(Backend):
             self._count(retries=1)
             if str(exc).startswith("timed out"):
                 limit[0] = min(limit[0] * 2, self.timeout * MAX_TIMEOUT_GROWTH)
-            # shown as it happens (WARNING reaches stderr), not only when the item finally fails
-            log.warning("judge retry %d/%d in %.1fs%s: %s", n, self.policy.max_retries, pause,
-                        f" (next timeout {limit[0]:g}s)" if limit[0] != self.timeout else "", exc)
+            # shown as it happens (WARNING reaches stderr), not only when the item finally fails; failures
+            # to connect are said once per endpoint by the EndpointSet, with how long they may go on
+            log.log(logging.INFO if getattr(exc, "endpoint_down", False) else logging.WARNING,
+                    "judge retry %d/%d in %.1fs%s: %s", n, self.policy.max_retries, pause,
+                    f" (next timeout {limit[0]:g}s)" if limit[0] != self.timeout else "", exc)
 
         tries = _Tries()
 
         def sleep(pause: float) -> None:
             # after a fault of one endpoint, another one that is up takes the retry at once;
-            # a 429, a 4xx or a single endpoint backs off as before
+            # a 429, a 4xx or a lone endpoint waits out its backoff
             if not (tries.faulted and self._endpoints.others_usable(tries.avoid)):
-                time.sleep(pause)
+                self._stopped.wait(pause)  # woken at once when the judge is declared unreachable
 
         self._count(requests=1)
         try:
@@ -359,7 +434,8 @@ class OpenAICompatBackend(Backend):
                                      sleep=sleep)
         except BackendError as exc:
             self._count(failures=1)
-            log.warning("request failed for good: %s", exc)
+            if not isinstance(exc, JudgeUnreachable):  # said once, when declared
+                log.warning("request failed for good: %s", exc)
             raise
 
     def _complete_or_error(self, request: JudgeRequest) -> Completion:
@@ -388,6 +464,7 @@ class OpenAICompatBackend(Backend):
         self._pool.cancel()
 
     def close(self) -> None:
+        self._stopped.set()
         self._pool.close()
         for e in self._endpoints.endpoints:
             e.client.close()

@@ -10,6 +10,8 @@ from ..core.options import option
 from ..core.secrets import looks_like_key
 
 
+OPENAI_URL = "https://api.openai.com/v1"  # where an openai judge with no base_url (nor $OPENAI_BASE_URL) goes
+
 
 @dataclass
 class JudgeOptions:

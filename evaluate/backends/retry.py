@@ -23,6 +23,19 @@ from .base import BackendError, Completion
 T = TypeVar("T")
 ResultFn = Callable[[int, Completion], None]
 
+UNREACHABLE = "judge unreachable:"  # the stable start of every error of a judge declared unreachable
+
+
+class JudgeUnreachable(BackendError):
+    """Every endpoint of the judge keeps failing before a connection is made (refused, DNS, TLS,
+    no route, connect timeout): more retries would only make a run grind on for hours, so the
+    backend stops and every request it did not finish fails with a message that starts with
+    `UNREACHABLE` (`reason` says which endpoints failed how)."""
+
+    def __init__(self, reason: str, *, sent: bool = True):
+        super().__init__(f"{UNREACHABLE} {reason}" + ("" if sent else " (request not sent)"), retryable=False)
+        self.reason = reason
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
