@@ -164,7 +164,7 @@ def test_sageval_needs_two_export_import_rounds(tmp_path, monkeypatch, capsys):
         def cfg_for(name):
             cfg = {"save_path": str(tmp_path / name), "answers": [{"name": "gen", "path": str(SURVEYS)}],
                    "category": {c: {"SAGEval": ["accuracy", "cohesion"]} for c in ("survey", "form", "quiz")},
-                   "judge": {"backend": "openai", "model": "fake", "base_url": server.url, "mode": "generate"},
+                   "judge": {"backend": "openai", "model": "fake-judge", "base_url": server.url, "mode": "generate"},
                    "sageval": {"use_logprobs": False}}
             path = tmp_path / f"{name}.json"
             path.write_text(json.dumps(cfg))

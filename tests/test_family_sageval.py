@@ -31,7 +31,7 @@ def test_sageval_family(tmp_path, fake_openai, monkeypatch):
     fake_openai.reply_fn = reply
     cfg = {"save_path": str(tmp_path / "out"), "answers": [{"name": "gen", "path": str(SURVEYS)}],
            "category": {c: {"SAGEval": ["accuracy", "cohesion"]} for c in ("survey", "form", "quiz")},
-           "judge": {"backend": "openai", "model": "fake", "base_url": fake_openai.url, "api_key_env": "SAGE_KEY",
+           "judge": {"backend": "openai", "model": "fake-judge", "base_url": fake_openai.url, "api_key_env": "SAGE_KEY",
                      "mode": "generate"},
            "sageval": {"use_logprobs": False}}
     path = tmp_path / "c.json"
@@ -91,7 +91,7 @@ def test_sageval_plan_and_usage_with_weighted_scores(tmp_path, fake_openai, monk
     fake_openai.reply_fn = reply_with_logprobs
     cfg = {"save_path": str(tmp_path / "out"), "answers": [{"name": "gen", "path": str(SURVEYS)}],
            "category": {"survey": {"SAGEval": ["accuracy", "cohesion"]}},
-           "judge": {"backend": "openai", "model": "fake", "base_url": fake_openai.url, "api_key_env": "SAGE_KEY"},
+           "judge": {"backend": "openai", "model": "fake-judge", "base_url": fake_openai.url, "api_key_env": "SAGE_KEY"},
            "sageval": {"use_logprobs": True, "max_retries": 0}}
     path = tmp_path / "c.json"
     path.write_text(json.dumps(cfg))

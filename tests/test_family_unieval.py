@@ -58,7 +58,7 @@ def test_judge_variant_reads_yes_no_logprobs(tmp_path, fake_openai, monkeypatch)
     monkeypatch.setenv("JUDGE_KEY", "sk-unieval-secret-123")
     fake_openai.reply_fn = lambda rec: Reply(content="Yes", top_logprobs=[{"Yes": math.log(0.8), "No": math.log(0.2)}])
     cfg = config(tmp_path, unieval={"evaluator": "judge"},
-                 judge={"backend": "openai", "model": "fake", "base_url": fake_openai.url, "api_key_env": "JUDGE_KEY"})
+                 judge={"backend": "openai", "model": "fake-judge", "base_url": fake_openai.url, "api_key_env": "JUDGE_KEY"})
     assert main(["--config", str(cfg)]) == 0
     res = json.loads((tmp_path / "out" / "results" / "model_a.json").read_text())
     items = [i for i in res["items"] if i["category"] == "summarization"]

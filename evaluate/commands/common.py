@@ -16,9 +16,23 @@ from ..core.secrets import secret_values
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
 EXIT_CODES = (
-    "exit codes: 0 all good; 1 a --fail-under gate failed; 2 bad input (config, answer or prompt files, "
-    "flags), nothing paid; 3 the judge or scoring failed (an evaluator failed, invalid scores above "
-    "max_invalid_share, outputs not written)")
+    "exit codes: 0 all good; 1 a gate failed (--fail-under, --fail-if-worse, --fail-under-win-rate, "
+    "--fail-on-untrusted-judge); 2 bad input (config, answer or prompt files, flags, a gate naming an unknown "
+    "model, category or score), nothing paid; 3 the judge or scoring failed (the judge unreachable, an "
+    "evaluator failed, invalid scores or battle verdicts above max_invalid_share, the report or another output "
+    "not written), which wins over 1. Every non-zero exit ends with one line on stderr saying why: "
+    "`error: ...` for 2, `exit N: ...` for 1 and 3.")
+# the order in which codes win when several apply: the judge or scoring failing says more than a gate
+_PRECEDENCE = (EXIT_RUN_ERRORS, EXIT_INPUT, EXIT_FAIL_UNDER, EXIT_OK)
+
+
+def worst(results: list[tuple[int, str]]) -> tuple[int, str]:
+    """The exit code that wins (3 over 2 over 1 over 0) and the reason given with it first."""
+    for code in _PRECEDENCE:
+        for c, why in results:
+            if c == code:
+                return c, why
+    return EXIT_OK, ""
 
 
 class Parser(argparse.ArgumentParser):

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..families import family_names
 from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config
-from .common import EXIT_CODES, EXIT_FAIL_UNDER, EXIT_OK, EXIT_RUN_ERRORS, Parser
+from .common import EXIT_CODES, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, worst
 
 
 def _families_arg(values: list[str] | None) -> list[str] | None:
@@ -45,9 +45,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, metavar="N",
                    help="only the first N records of each category (same ids for every model): a quick run")
     p.add_argument("--dry-run", action="store_true", help="validate everything and print the plan; score nothing")
-    p.add_argument("--fail-under", action="append", default=[], metavar="[CATEGORY:]METRIC=VALUE",
-                   help="exit 1 when an aggregate is below VALUE (repeatable), e.g. BLEU-4=0.2 or "
-                        "closed_qa:GPT/correctness=3.5")
+    p.add_argument("--fail-under", action="append", default=[], metavar="[[MODEL:]CATEGORY:]SCORE=VALUE",
+                   help="exit 1 when an aggregate is below VALUE (repeatable): BLEU-4=0.2 (every model, overall), "
+                        "closed_qa:GPT/correctness=3.5 (every model, one category), model_a:closed_qa:BLEU-4=0.2, "
+                        "model_a::BLEU-4=0.2 (one model, overall), *:BLEU-4=0.2 (each category)")
+    p.add_argument("--fail-if-worse", action="append", default=[], metavar="CANDIDATE:BASELINE:[CATEGORY:]SCORE",
+                   help="exit 1 when the run's paired comparison finds CANDIDATE significantly worse than BASELINE "
+                        "on SCORE (Holm-adjusted; no CATEGORY: over every category)")
+    p.add_argument("--fail-under-win-rate", action="append", default=[], metavar="CANDIDATE:BASELINE=VALUE",
+                   help="exit 1 when CANDIDATE's battle win rate against BASELINE is below VALUE (ties count half)")
+    p.add_argument("--fail-on-untrusted-judge", action="store_true",
+                   help="exit 1 unless the judge check of this judge and prompts passed (with --judge-check N "
+                        "the check runs first)")
+    p.add_argument("--probe", action="store_true", help="with --dry-run: also ask the judge's endpoints whether "
+                   "they answer (free: GET /models); exit 3 when none does")
     p.add_argument("--no-charts", action="store_true", help="do not draw charts")
     p.add_argument("--judge-check", type=int, metavar="N", help="first run the label-free judge check "
                    "(`eval.py judge-check`, N sanity pairs per corruption) on each config that lists GPT metrics, "
@@ -150,32 +161,79 @@ def _judge_check(cfg: RunConfig, args: argparse.Namespace, families) -> int:
     return EXIT_OK
 
 
-def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str]) -> int:
-    from ..pipeline.outputs import check_fail_under
-    from ..pipeline.run import plan_only, run_job
+def _known_check(gates):
+    """The gates' names against what the prepared run will produce (exit 2 before anything is paid)."""
+    from ..pipeline.gates import check_names, known_of
+
+    def check(prep) -> None:
+        if gates:
+            check_names(gates, known_of(prep.plan, [s.name for s in prep.sets]))
+
+    return check
+
+
+def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gates) -> tuple[int, str]:
+    """One config's run: its exit code and, when not 0, the reason for the last line."""
+    from ..pipeline.run import JudgeStopped, plan_only, probe_judge, run_job
 
     if args.export_requests or args.import_results:
-        return _requests_io(cfg, args, families)
+        return _requests_io(cfg, args, families), ""
     if args.dry_run:
-        print(plan_only(cfg, families)["plan_text"])
+        print(plan_only(cfg, families, check=_known_check(gates))["plan_text"])
+        if args.probe:
+            if cfg.judge.backend != "openai":
+                print(f"probe: the judge is a local model ({cfg.judge.model}); there is no server to ask")
+            else:
+                results, down = probe_judge(cfg.judge, cfg.openai_key)
+                for r in results:
+                    print(r.line())
+                if down:
+                    return EXIT_RUN_ERRORS, f"judge unreachable: {down}"
         print("dry run: configuration, answer files and prompts are valid; nothing was scored")
-        return EXIT_OK
+        return EXIT_OK, ""
     check_code = EXIT_OK
     if args.judge_check is not None:
         check_code = _judge_check(cfg, args, families)
-    outcome = run_job(cfg, families=families, charts=not args.no_charts)
+    try:
+        outcome = run_job(cfg, families=families, charts=not args.no_charts, check=_known_check(gates))
+    except JudgeStopped as exc:
+        print("status: failed")
+        return EXIT_RUN_ERRORS, str(exc)
     manifest = outcome.manifest
     if outcome.view is not None:
         from ..report import closing_summary
 
         print(closing_summary(outcome.view))
+    for c in manifest.get("judge_cache") or []:
+        asked = c["hits"] + c["misses"]
+        print(f"judge cache: {c['path']}: {c['entries']:,} entries, {c['bytes'] / 1e6:.1f} MB; this run "
+              f"{c['hits']:,} hits, {c['misses']:,} misses" + (f" ({c['hits'] / asked:.0%} hits)" if asked else ""))
+    total = manifest.get("invalid_total")
+    if total and total.get("invalid"):
+        print(f"invalid: {total['invalid']} of {total['valid'] + total['invalid']} scores and battle verdicts")
     print(f"status: {manifest['status']}")
-    if args.fail_under:
-        failures = check_fail_under(outcome.save.results(), args.fail_under)
-        if failures:
-            print("fail-under: " + "; ".join(failures), file=sys.stderr)
-            return max(EXIT_FAIL_UNDER, check_code)
-    return EXIT_OK if not manifest["errors"] and not check_code else EXIT_RUN_ERRORS
+    codes: list[tuple[int, str]] = []
+    if manifest["errors"]:
+        first = manifest["errors"][0]
+        where = " / ".join(str(first[k]) for k in ("model", "category", "family") if first.get(k))
+        more = f" (and {len(manifest['errors']) - 1} more errors in the manifest)" if len(manifest["errors"]) > 1 else ""
+        codes.append((EXIT_RUN_ERRORS, (f"{where}: " if where else "") + str(first.get("error")) + more))
+    if check_code:
+        codes.append((check_code, "the judge check did not run (see above)"))
+    if gates:
+        from ..pipeline.gates import failures
+
+        try:
+            failed = failures(gates, outcome)
+        except InputError as exc:
+            codes.append((EXIT_INPUT, str(exc)))
+        else:
+            for line in failed:
+                print(f"gate failed: {line}", file=sys.stderr)
+            if failed:
+                codes.append((EXIT_FAIL_UNDER, f"{len(failed)} gate(s) failed: {failed[0]}"
+                              + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")))
+    return worst(codes)
 
 
 def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
@@ -202,21 +260,29 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from ..pipeline.plan import select_families
     from ..pipeline.run import plan_only
-    from ..pipeline.thresholds import parse_all
+    from ..pipeline.gates import parse_gates
 
-    parse_all(args.fail_under)  # a malformed threshold is refused before any work, not after the run
+    gates = parse_gates(args.fail_under, args.fail_if_worse, args.fail_under_win_rate, args.fail_on_untrusted_judge)
+    if args.probe and not args.dry_run:
+        raise InputError("--probe goes with --dry-run (a run probes its judge before its first paid request anyway)")
     families = select_families(_families_arg(args.only), _families_arg(args.skip))
     configs = configs_from_args(args)
     if args.judge_check is not None and args.judge_check < 1:
         raise InputError(f"--judge-check: expected a positive number of pairs per corruption, got {args.judge_check}")
     if (args.export_requests or args.import_results) and len(configs) > 1:
         raise InputError("--export-requests / --import-results work on one config at a time")
-    if len(configs) > 1:  # every file checked (plan, answers, prompts) before any scoring starts
+    if len(configs) > 1:  # every file checked (plan, answers, prompts, gates) before any scoring starts
         for cfg in configs:
-            plan_only(cfg, families)
-    code = EXIT_OK
+            plan_only(cfg, families, check=_known_check(gates))
+    results = []
     for i, cfg in enumerate(configs):
         if len(configs) > 1:
             print(f"== config {i + 1} of {len(configs)}: {args.config[i]}")
-        code = max(code, _run_one(cfg, args, families))
+        code, why = _run_one(cfg, args, families, gates)
+        if code and len(configs) > 1:
+            why = f"config {i + 1} ({args.config[i]}): {why}"
+        results.append((code, why))
+    code, why = worst(results)
+    if code:
+        print(f"exit {code}: {why}", file=sys.stderr)
     return code

@@ -52,6 +52,19 @@ class InvalidTally:
                 reason = inv.reason[:160]
                 r[reason] = r.get(reason, 0) + 1
 
+    def add_counts(self, family: str, valid: int, invalid: int, reasons: dict[str, int] | None = None) -> None:
+        """Verdicts that are not item scores (a battle's): counted under `family` like scores."""
+        c = self.counts.setdefault(family, [0, 0])
+        c[0] += valid
+        c[1] += invalid
+        r = self.reasons.setdefault(family, {})
+        for reason, n in (reasons or {}).items():
+            r[reason[:160]] = r.get(reason[:160], 0) + n
+
+    def totals(self) -> tuple[int, int]:
+        """Valid and invalid over every family."""
+        return sum(v for v, _ in self.counts.values()), sum(i for _, i in self.counts.values())
+
     def share(self, family: str) -> float:
         valid, invalid = self.counts.get(family, (0, 0))
         return invalid / (valid + invalid) if valid + invalid else 0.0

@@ -12,7 +12,10 @@
 - runs/: every shard's run manifests; manifest.json lists the shards' runs.
 - summary.csv, charts, comparisons, the report and the manifest: written as a run writes them
   (evaluate.pipeline.outputs), from the merged results.
-Shards that overlap (an item in two of them) are refused.
+Shards that overlap (an item in two of them) are refused, and so are save paths made from other
+data (an answer file's sha256), another config (its effective configuration, the save path and
+the judge's transport settings aside) or another judge, unless `force` (each difference is named).
+A save path that holds `shard-*` folders (what `--shard I/N` runs write into) stands for them.
 """
 
 from __future__ import annotations
@@ -129,16 +132,69 @@ def _merge_cache(out: Path, sources: list[Path]) -> int:
         conn.close()
 
 
-def merge(out: Path, dirs: list[Path], *, charts: bool = True,
+# judge settings that change how requests travel, not what the judge answers
+_TRANSPORT = ("base_url", "endpoints", "concurrency", "timeout", "max_retries", "price", "endpoint_failures",
+              "endpoint_cooldown", "batch_poll", "cache")
+
+
+def expand_shards(dirs: list[Path], log: Callable[[str], None] = lambda s: None) -> list[Path]:
+    """Each folder that holds `shard-*` save paths stands for them (the save path the --shard runs
+    were given); any other folder stands for itself."""
+    out: list[Path] = []
+    for d in dirs:
+        shards = sorted(p for p in d.glob("shard-*") if p.is_dir()) if d.is_dir() else []
+        if shards:
+            log(f"merge: {d}: {len(shards)} shard folders ({', '.join(p.name for p in shards)})")
+            out.extend(shards)
+        else:
+            out.append(d)
+    return out
+
+
+def differences(dirs: list[Path], manifests: list[dict[str, Any]]) -> list[str]:
+    """What the save paths do not share: answer files (sha256), config, judge. [] when they agree
+    (a manifest without a field is not compared on it)."""
+    problems: list[str] = []
+    first: dict[str, tuple[str, Any]] = {}
+    for d, m in zip(dirs, manifests):
+        for entry in m.get("models") or []:
+            if not isinstance(entry, dict) or not entry.get("sha256"):
+                continue
+            seen = first.setdefault(f"answers of {entry.get('name')}", (str(d), entry["sha256"]))
+            if seen[1] != entry["sha256"]:
+                problems.append(f"the answer file of {entry.get('name')} differs ({seen[0]}: sha256 {seen[1][:12]}, "
+                                f"{d}: sha256 {entry['sha256'][:12]})")
+        cfg = dict(m.get("config") or {})
+        if not cfg:
+            continue
+        judge = {k: v for k, v in (cfg.pop("judge", None) or {}).items() if k not in _TRANSPORT}
+        cfg.pop("save_path", None)
+        cfg.pop("answers", None)  # compared by content above; paths may differ between machines
+        for what, value in (("judge", judge), ("config", cfg)):
+            seen = first.setdefault(what, (str(d), value))
+            if seen[1] != value:
+                keys = sorted(k for k in set(seen[1]) | set(value) if seen[1].get(k) != value.get(k))
+                problems.append(f"the {what} differs ({', '.join(keys)}: {seen[0]} vs {d})")
+    return list(dict.fromkeys(problems))
+
+
+def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = False,
           log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     if not dirs:
         raise InputError("merge: give the output folder and at least one shard folder: eval.py merge OUT DIR...")
+    dirs = expand_shards(dirs, log)
     for d in dirs:
         if not (d / "results").is_dir() and not (d / "manifest.json").is_file():
             raise InputError(f"merge: {d}: not a save path of a run (no results/ and no manifest.json)")
         if d.resolve() == out.resolve():
             raise InputError(f"merge: {d}: the output folder cannot be one of the inputs")
     manifests = [_manifest(d) for d in dirs]
+    diff = differences(dirs, manifests)
+    if diff and not force:
+        raise InputError("merge: these save paths were not made from the same data, config and judge: "
+                         + "; ".join(diff) + " (--force merges them anyway)")
+    for line in diff:
+        log(f"warning: merge --force: {line}")
     config = next((m.get("config") for m in manifests if m.get("config")), {}) or {}
     out.mkdir(parents=True, exist_ok=True)
 
@@ -240,7 +296,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True,
                          "shard": m.get("shard")} for d, m in zip(dirs, manifests)],
         "config": config, "config_hash": next((m.get("config_hash") for m in manifests if m.get("config_hash")), None),
         "models": sorted(merged), "finished": now.isoformat(timespec="seconds"), "errors": errors,
-        "judge_cache_rows": cache_rows, "notes": notes,
+        "judge_cache_rows": cache_rows, "notes": notes, "forced_over": diff,
     }
     write_outputs(save, manifest, charts=charts)
     return manifest

@@ -1,18 +1,16 @@
 """Everything a run leaves besides the scores, from one SaveDir, in one order: result files,
 battles and ranking -> summary.csv -> charts -> comparisons -> report -> manifest (last, so it
 lists every file). A view that fails (a chart, the report) is recorded in the manifest's errors
-and never costs the results. Also the --fail-under gates, read from the same SaveDir."""
+and never costs the results. The gates read the same SaveDir (evaluate.pipeline.gates)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ..core.errors import InputError
 from ..report.data import SaveData, read_optional
-from .results import ModelResults, write_summary_csv
+from .results import write_summary_csv
 from .savedir import SaveDir
-from .thresholds import parse_all
 
 
 def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None = None,
@@ -82,27 +80,3 @@ def save_data(save: SaveDir, results: list[dict[str, Any]], comparisons: list[di
     for png in sorted((save.path / "charts").glob("*/*.png")):
         data.charts.setdefault(png.parent.name, {})[png.stem] = png
     return data
-
-
-def check_fail_under(results: list[ModelResults], specs: list[str]) -> list[str]:
-    """`[CATEGORY:]METRIC=VALUE` -> failures (aggregate below VALUE). METRIC with or without family prefix.
-
-    Raises InputError when a spec is malformed or matches no aggregate of any model."""
-    failures = []
-    for t in parse_all(specs):
-        spec, cat, metric, threshold = t.spec, t.category, t.metric, t.value
-        matched = False
-        for res in results:
-            aggs = res.aggregates()
-            block = aggs["by_category"].get(cat, {}) if cat else aggs["overall"]
-            for key, agg in block.items():
-                if key == metric or key.split("/", 1)[-1] == metric:
-                    matched = True
-                    if agg["mean"] is not None and agg["mean"] < threshold:
-                        failures.append(f"{res.model}: {cat + ':' if cat else ''}{key} = {agg['mean']:.4f} "
-                                        f"< {threshold}")
-        if not matched:
-            known = sorted({k for r in results for k in r.aggregates()["overall"]})
-            raise InputError(f'--fail-under "{spec}": no aggregate named "{metric}"'
-                             f"{' in category ' + cat if cat else ''} (known: {', '.join(known)})")
-    return failures

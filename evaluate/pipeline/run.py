@@ -10,15 +10,20 @@ from __future__ import annotations
 
 import platform
 import sys
+import threading
 import time
 import traceback
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .. import __version__
-from ..backends.pool import JudgePool
+from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
+from ..backends.cache import CachedBackend
+from ..backends.options import JudgeOptions
+from ..backends.pool import JudgePool, open_backend
+from ..backends.retry import JudgeUnreachable
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
 from ..core.lock import SaveLock
@@ -67,6 +72,7 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
     check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    check_encodable(sets)
     if cfg.limit:
         limit_records(sets, cfg.limit)
     apply_shard(sets, cfg.shard)
@@ -78,14 +84,176 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     return Prepared(cfg, sets, plan, fam_objs, contexts)
 
 
-def plan_only(cfg: RunConfig, families: list[str]) -> dict[str, Any]:
-    """The plan and, for an HTTP or priced judge, the requests, tokens and cost; nothing is scored."""
+def check_encodable(sets: list[AnswerSet]) -> None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate such as a JSON "\\ud800"): it
+    would be read and scored, then fail every file written from it (results, report), after the
+    judge was paid."""
+    problems = []
+    for s in sets:
+        for r in s.records:
+            for fld, text in (("instruction", r.instruction), ("input", r.input), ("output", r.output),
+                              *((f"target[{i}]", t) for i, t in enumerate(r.targets))):
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as exc:
+                    problems.append(f"{s.path}: record {r.id}: {fld}: a lone surrogate "
+                                    f"{text[exc.start]!r} at character {exc.start} is not valid Unicode text "
+                                    "(an unpaired \\uD800-\\uDFFF escape); fix or remove it")
+                    break
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise InputError("; ".join(problems[:10]) + more)
+
+
+def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], None] | None = None) -> dict[str, Any]:
+    """The plan and, for an HTTP or priced judge, the requests, tokens and cost; nothing is scored.
+    `check(prepared)`: more checks of the input (the gates' names) before the estimate."""
     prep = prepare(cfg, families)
+    if check is not None:
+        check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(), "plan_text": prep.plan.describe()}
     if cfg.judge.backend == "openai" or cfg.judge.price:
         out["estimate"] = estimate(cfg, families)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
+
+
+# ---------------------------------------------------------------------- is the judge there?
+PROBE_TIMEOUT = 10.0  # seconds an endpoint has to answer the probe (a live server lists its models in ms)
+FATAL_PROBE = ("unreachable", "timeout")  # a probe failure that every request would repeat, for minutes
+
+
+class JudgeStopped(Exception):
+    """The judge cannot be reached: the run stops (exit 3); what was computed is still written."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason if reason.startswith("judge unreachable") else f"judge unreachable: {reason}")
+        self.reason = reason
+
+
+def probe_judge(opts: JudgeOptions, api_key: str | None = None) -> tuple[list[Any], str | None]:
+    """Probe every endpoint of an openai judge (evaluate.backends.probe; free when the server lists
+    its models). Returns the per-endpoint results and why the judge cannot be used (no endpoint
+    answers), or None."""
+    from ..backends.probe import probe
+
+    results = probe(opts, api_key=api_key, timeout=PROBE_TIMEOUT)
+    if not results or any(r.ok for r in results):
+        return results, None
+    return results, "; ".join(f"{r.url}: {(r.error or r.kind).removeprefix('unreachable: ')}" for r in results)
+
+
+class _ProbeFirst(Backend):
+    """In front of an HTTP judge, under the cache: the first request that would be paid for first
+    probes the endpoints, so a judge that is not there is known within seconds (a run answered
+    from the cache needs no server and probes nothing). When no endpoint can be reached
+    (refused, DNS, TLS, no route, no answer), every request fails at once, unsent, and
+    `unreachable` says why; a probe failure that requests may still get past (a refused key, a
+    model name the listing lacks) is logged and the requests decide."""
+
+    def __init__(self, inner: Backend, opts: JudgeOptions, api_key: str | None, log: Callable[[str], None]):
+        super().__init__(inner.model)
+        self.inner = inner
+        self.kind = inner.kind
+        self._opts, self._api_key, self._log = opts, api_key, log
+        self._lock = threading.Lock()
+        self._probed = False
+        self.reason: str | None = None
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.inner.supports_logprobs
+
+    def signature(self) -> dict[str, Any]:
+        return self.inner.signature()
+
+    @property
+    def unreachable(self) -> str | None:
+        return self.reason or getattr(self.inner, "unreachable", None)
+
+    def _check(self) -> str | None:
+        with self._lock:
+            if not self._probed:
+                self._probed = True
+                results, down = probe_judge(self._opts, self._api_key)
+                for r in results:
+                    if not r.ok or r.note:
+                        self._log(f"{'warning: ' if not r.ok else ''}{r.line()}")
+                if down and all(r.kind in FATAL_PROBE for r in results):
+                    self.reason = down
+        return self.reason
+
+    def _unsent(self, n: int) -> list[Completion]:
+        return [Completion(error=str(JudgeUnreachable(self.reason or "", sent=False))) for _ in range(n)]
+
+    def complete(self, request: JudgeRequest) -> Completion:
+        if self._check():
+            raise JudgeUnreachable(self.reason or "", sent=False)
+        return self.inner.complete(request)
+
+    def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
+        if requests and self._check():
+            out = self._unsent(len(requests))
+            for c in out:
+                if progress is not None:
+                    progress(c)
+            return out
+        return self.inner.complete_many(requests, progress)
+
+    def complete_many_indexed(self, requests: Sequence[JudgeRequest], on_result=None) -> list[Completion]:
+        if requests and self._check():
+            return self._unsent(len(requests))  # the cache reports what comes back unreported
+        indexed = getattr(self.inner, "complete_many_indexed", None)
+        if callable(indexed):
+            return indexed(requests, on_result)
+        out = self.inner.complete_many(requests)
+        for i, c in enumerate(out):
+            if on_result is not None:
+                on_result(i, c)
+        return out
+
+    def usage(self) -> dict[str, Any]:
+        return self.inner.usage() if callable(getattr(self.inner, "usage", None)) else {}
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class ProbingPool(JudgePool):
+    """The run's judges, each HTTP one behind `_ProbeFirst`; `unreachable()` says why the run must stop."""
+
+    def __init__(self, api_key: str | None = None, log: Callable[[str], None] = lambda s: None):
+        super().__init__(api_key=api_key)
+        self._log = log
+
+    def backend(self, opts, cache_path):  # type: ignore[override]
+        key = self.key(opts, cache_path)
+        with self._lock:
+            if key not in self._backends:
+                b = open_backend(opts, cache_path, self._api_key)
+                if opts.backend == "openai" and not opts.batch:
+                    if isinstance(b, CachedBackend):
+                        b.inner = _ProbeFirst(b.inner, opts, self._api_key, self._log)
+                    else:
+                        b = _ProbeFirst(b, opts, self._api_key, self._log)
+                self._backends[key] = b
+            return self._backends[key]
+
+    def unreachable(self) -> str | None:
+        with self._lock:
+            backends = list(self._backends.values())
+        return next((r for r in (getattr(b, "unreachable", None) for b in backends) if r), None)
+
+    def cache_stats(self) -> list[Any]:
+        """Size and this run's hits of every judge cache the run opened."""
+        with self._lock:
+            backends = list(self._backends.values())
+        return [b.stats() for b in backends if isinstance(b, CachedBackend)]
 
 
 @dataclass
@@ -106,26 +274,31 @@ def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: b
 
 
 def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
-            log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), parallel: bool | None = None) -> Outcome:
+            log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), parallel: bool | None = None,
+            check: Callable[[Prepared], None] | None = None) -> Outcome:
     """Score every unit (model x category x family), then the run-wide work (battles), then write the
-    outputs once. Raises InputError/ConfigError on bad input, before any work.
+    outputs once. Raises InputError/ConfigError on bad input, before any work (`check(prepared)`:
+    the caller's own checks, e.g. the gates' names, at that point too); JudgeStopped when the judge
+    cannot be reached (the outputs of what was computed are written first).
 
     parallel: work on judge-bound units side by side (evaluate.pipeline.schedule); None: when the
     judge is an HTTP server. Results are the same either way."""
     prep = prepare(cfg, families)
+    if check is not None:
+        check(prep)
     plan, fam_objs, sets = prep.plan, prep.fam_objs, prep.sets
     run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
     started = time.time()
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
     save = SaveDir(cfg.save_path, log=log)
-    judges = JudgePool(api_key=cfg.openai_key)
+    judges = ProbingPool(api_key=cfg.openai_key, log=log)
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "running", "config": cfg.to_dict(), "config_hash": cfg.hash,
         "config_file": str(cfg.source) if cfg.source else None, "argv": scrub_argv(sys.argv),
         "versions": _versions(), "started": _iso(started), "finished": None,
-        "models": [{"name": s.name, "answer_file": str(s.path), "records": len(s.records),
-                    "empty_outputs": s.empty_output_ids} for s in sets],
+        "models": [{"name": s.name, "answer_file": str(s.path), "sha256": _sha256(s.path),
+                    "records": len(s.records), "empty_outputs": s.empty_output_ids} for s in sets],
         "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
     }
     log(plan.describe())
@@ -138,8 +311,9 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     try:
         if cfg.judge.batch:  # the whole run's judge requests as one batch job per round
             prefetch_batches(cfg, families, judges, log=log)
-        tally = _score_units(cfg, plan, fam_objs, contexts, sets, save, scheduler, manifest, log)
+        tally = _score_units(cfg, plan, fam_objs, contexts, sets, save, scheduler, manifest, log, judges.unreachable)
         manifest["invalid"] = {f: {"valid": v, "invalid": i} for f, (v, i) in tally.counts.items()}
+        manifest["invalid_total"] = dict(zip(("valid", "invalid"), tally.totals()))
         manifest["errors"].extend(tally.failures(cfg.max_invalid_share))  # the judge-failure contract: exit 3
         for line in tally.lines():
             log(f"scored {line}")
@@ -149,7 +323,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-        manifest["errors"].append({"error": f"{type(exc).__name__}: {exc}"})
+        manifest["errors"].append({"error": str(exc) if isinstance(exc, JudgeStopped) else f"{type(exc).__name__}: {exc}"})
         if scheduler is not None:  # units not started never start; unsent requests come back at once
             scheduler.shutdown()
             judges.cancel()
@@ -160,19 +334,57 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
             if scheduler is not None:
                 scheduler.shutdown()
             manifest["usage"] = judges.usage()
+            manifest["judge_cache"] = [vars(c) for c in _safe(judges.cache_stats, [])]
             judges.close()
             manifest["finished"] = _iso(time.time())
+            _note_earlier(save, manifest, log)
             outcome.view = write_outputs(save, manifest, run_id=run_id, charts=charts)
         finally:  # the save_path is free again whatever happened above
             lock.release()
     return outcome
 
 
+def _safe(fn: Callable[[], Any], default: Any) -> Any:
+    try:
+        return fn()
+    except Exception:  # a statistic for the closing lines; never lose a run over it
+        return default
+
+
+def _note_earlier(save: SaveDir, manifest: dict[str, Any], log: Callable[[str], None]) -> None:
+    """Results in the save path of models this config does not score stay in the outputs (runs of
+    one model at a time share a save path) but are named as coming from an earlier run, in the
+    manifest and the log; no gate reads them."""
+    save.include_earlier()
+    earlier = sorted(set(save.models) - save.opened)
+    if not earlier:
+        return
+    manifest["from_earlier_runs"] = {m: list(save.models[m].runs or [])[-1:] for m in earlier}
+    log(f"note: {', '.join(earlier)}: results from an earlier run in this save path, not scored by this config; "
+        "shown beside this run's models, not gated")
+
+
+def _battle_counts(save: SaveDir, tally: InvalidTally) -> None:
+    """Battle verdicts count like scores: an invalid verdict (the judge's reply named no winner) is
+    an invalid score of "GPT battles", under the same max_invalid_share."""
+    for data in save.battles.values():
+        s = data.get("summary") or {}
+        valid = int(s.get("wins") or 0) + int(s.get("ties") or 0) + int(s.get("losses") or 0)
+        reasons: dict[str, int] = {}
+        for item in data.get("items") or []:
+            if item.get("verdict") == "invalid":
+                bad = next((o for o in item.get("orders") or [] if o.get("verdict") == "invalid"), {})
+                why = bad.get("reason") or f"unparsable reply: {str(bad.get('raw') or '')[:80]!r}"
+                reasons[why] = reasons.get(why, 0) + 1
+        tally.add_counts("GPT battles", valid, int(s.get("invalid") or 0), reasons)
+
+
 def _score_units(cfg: RunConfig, plan: Plan, fam_objs: dict[str, Family], contexts: dict[str, Context],
                  sets: list[AnswerSet], save: SaveDir, scheduler: UnitScheduler | None, manifest: dict[str, Any],
-                 log: Callable[[str], None]) -> InvalidTally:
+                 log: Callable[[str], None], unreachable: Callable[[], str | None] = lambda: None) -> InvalidTally:
     """Every unit in the sequential order (judge-bound ones side by side on the scheduler's threads),
-    then each family's run-wide work. A failing evaluator is recorded and the rest goes on."""
+    then each family's run-wide work. A failing evaluator is recorded and the rest goes on; a judge
+    that cannot be reached stops the run (JudgeStopped)."""
     units: list[tuple[AnswerSet, str, str, list[str], list[Record]]] = []
     for s in sets:
         by_cat: dict[str, list[Record]] = {}
@@ -205,6 +417,8 @@ def _score_units(cfg: RunConfig, plan: Plan, fam_objs: dict[str, Family], contex
             tally.add(fam, out.items)
             save.add(s.name, fam, cat, recs, out.items, with_scale(out.signatures, fam_objs[fam]), out.corpus)
             log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {secs:.1f}s")
+        if (why := unreachable()) is not None:
+            raise JudgeStopped(why)
     for fam, obj in fam_objs.items():
         try:
             extra = early[fam].result()[0] if fam in early else obj.score_run(contexts[fam], plan.categories)
@@ -216,6 +430,9 @@ def _score_units(cfg: RunConfig, plan: Plan, fam_objs: dict[str, Family], contex
             manifest["errors"].append({"family": fam, "error": f"{type(exc).__name__}: {exc}",
                                        "traceback": "".join(traceback.format_exception(exc, limit=5))})
             log(f"error: {fam}: {type(exc).__name__}: {exc}")
+        if (why := unreachable()) is not None:
+            raise JudgeStopped(why)
+    _battle_counts(save, tally)  # the SaveDir holds this run's battles only (earlier ones stay on disk)
     return tally
 
 
@@ -228,6 +445,17 @@ def unit_scheduler(cfg: RunConfig, parallel: bool | None) -> UnitScheduler | Non
     specs = cfg.judge.endpoint_specs() or [{"concurrency": cfg.judge.concurrency}]
     in_flight = sum(int(e["concurrency"]) for e in specs)
     return UnitScheduler(min(64, max(4, in_flight // 4)))
+
+
+def _sha256(path: Any) -> str | None:
+    """The answer file's bytes, hashed: `merge` refuses shards made from different data."""
+    import hashlib
+
+    try:
+        with open(path, "rb") as f:
+            return hashlib.file_digest(f, "sha256").hexdigest()
+    except (OSError, AttributeError):
+        return None
 
 
 def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:

@@ -1,0 +1,336 @@
+"""The gates of a run (exit 1 when one fails), parsed and name-checked before anything is paid.
+
+    --fail-under [[MODEL:]CATEGORY:]SCORE=X     an aggregate below X fails
+        SCORE=X                  every model's overall aggregate (over all its categories)
+        CATEGORY:SCORE=X         every model, that category
+        MODEL:CATEGORY:SCORE=X   one model, one category
+        MODEL::SCORE=X           one model's overall aggregate
+        *:SCORE=X, MODEL:*:SCORE=X   every category, each on its own
+      MODEL empty or `*` means every model the config scores; CATEGORY empty means the overall
+      aggregate. SCORE with or without its family prefix (`BLEU-4` or `Metrics/BLEU-4`).
+    --fail-if-worse CANDIDATE:BASELINE:[CATEGORY:]SCORE   the paired comparison of the run says the
+      baseline is significantly better on SCORE (Holm-adjusted, the comparisons' own verdict);
+      no CATEGORY: the "(all)" row over every category.
+    --fail-under-win-rate CANDIDATE:BASELINE=X   the candidate's battle win rate against the
+      baseline (ties count half, invalid verdicts left out) below X.
+    --fail-on-untrusted-judge   the judge check of this judge and prompts did not pass, or there is
+      none (an opt-in gate that passes without a check would promise what it does not know).
+
+Names (models, categories, scores) are checked against the config and the plan with did-you-mean
+before the run (and in --dry-run): an automatic metric gives its own sub-scores (`BLEU` -> `BLEU-4`,
+`F1 score` -> `F1`), any other family scores under the planned name. After the run each gate
+reads the run's own results, comparisons and battles in memory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.errors import InputError
+from ..core.registry import suggest
+
+ALL_ROWS = "(all)"
+EVERY = "*"
+
+
+@dataclass(frozen=True)
+class ScoreGate:
+    spec: str
+    model: str  # "" = every model of the run
+    category: str  # "" = the overall aggregate, "*" = each category
+    score: str  # with or without its family prefix
+    value: float
+
+
+@dataclass(frozen=True)
+class WorseGate:
+    spec: str
+    candidate: str
+    baseline: str
+    category: str  # "(all)" = over every category
+    score: str
+
+
+@dataclass(frozen=True)
+class WinRateGate:
+    spec: str
+    candidate: str
+    baseline: str
+    value: float
+
+
+@dataclass
+class Gates:
+    """Every gate of one command line."""
+
+    scores: list[ScoreGate] = field(default_factory=list)
+    worse: list[WorseGate] = field(default_factory=list)
+    win_rates: list[WinRateGate] = field(default_factory=list)
+    untrusted_judge: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.scores or self.worse or self.win_rates or self.untrusted_judge)
+
+
+def _number(flag: str, spec: str, value: str, example: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise InputError(f'{flag} "{spec}": "{value}" is not a number; {example}') from None
+    if not math.isfinite(x):
+        raise InputError(f'{flag} "{spec}": the threshold must be a finite number, got "{value}" '
+                         "(a NaN threshold can never fail)")
+    return x
+
+
+def parse_fail_under(spec: str) -> ScoreGate:
+    """One `[[MODEL:]CATEGORY:]SCORE=X`; InputError naming the spec and what was expected."""
+    example = ("expected [[MODEL:]CATEGORY:]SCORE=VALUE, e.g. BLEU-4=0.2, closed_qa:GPT/correctness=3.5, "
+               "model_a:closed_qa:BLEU-4=0.2 or model_a::BLEU-4=0.2")
+    if "=" not in spec:
+        raise InputError(f'--fail-under "{spec}": no "=": {example}')
+    lhs, _, value = spec.rpartition("=")
+    threshold = _number("--fail-under", spec, value, example)
+    parts = [p.strip() for p in lhs.split(":")]
+    if len(parts) > 3:
+        raise InputError(f'--fail-under "{spec}": {len(parts)} parts separated by ":"; {example}')
+    model, cat, score = [""] * (3 - len(parts)) + parts
+    if not score:
+        raise InputError(f'--fail-under "{spec}": empty metric name; {example}')
+    if len(parts) == 2 and not cat:
+        raise InputError(f'--fail-under "{spec}": empty category name; {example}')
+    return ScoreGate(spec, "" if model == EVERY else model, cat, score, threshold)
+
+
+def parse_fail_if_worse(spec: str) -> WorseGate:
+    example = "expected CANDIDATE:BASELINE:[CATEGORY:]SCORE, e.g. model_b:model_a:GPT/correctness"
+    parts = [p.strip() for p in spec.split(":")]
+    if len(parts) not in (3, 4) or not all(parts):
+        raise InputError(f'--fail-if-worse "{spec}": {example}')
+    if parts[0] == parts[1]:
+        raise InputError(f'--fail-if-worse "{spec}": the candidate and the baseline are the same model')
+    cat = parts[2] if len(parts) == 4 else ALL_ROWS
+    return WorseGate(spec, parts[0], parts[1], cat, parts[-1])
+
+
+def parse_win_rate(spec: str) -> WinRateGate:
+    example = "expected CANDIDATE:BASELINE=VALUE, e.g. model_b:model_a=0.45"
+    lhs, eq, value = spec.rpartition("=")
+    parts = [p.strip() for p in lhs.split(":")]
+    if not eq or len(parts) != 2 or not all(parts):
+        raise InputError(f'--fail-under-win-rate "{spec}": {example}')
+    x = _number("--fail-under-win-rate", spec, value, example)
+    if not 0 <= x <= 1:
+        raise InputError(f'--fail-under-win-rate "{spec}": a win rate is between 0 and 1, got {x:g}')
+    if parts[0] == parts[1]:
+        raise InputError(f'--fail-under-win-rate "{spec}": the candidate and the baseline are the same model')
+    return WinRateGate(spec, parts[0], parts[1], x)
+
+
+def parse_gates(fail_under: list[str] | None = None, fail_if_worse: list[str] | None = None,
+                win_rates: list[str] | None = None, untrusted_judge: bool = False) -> Gates:
+    """Every gate of the command line; a malformed one is refused before any work."""
+    return Gates([parse_fail_under(s) for s in fail_under or []], [parse_fail_if_worse(s) for s in fail_if_worse or []],
+                 [parse_win_rate(s) for s in win_rates or []], untrusted_judge)
+
+
+# ---------------------------------------------------------------------- names, before the run
+@dataclass
+class Known:
+    """What a run will produce: its models, categories, planned score names (`Family/name`), and
+    whether it has battles and GPT scores (the judge check)."""
+
+    models: list[str]
+    categories: list[str]
+    scores: list[str]
+    battles: bool = False
+    judge: bool = False
+
+
+def _short(key: str) -> str:
+    return key.split("/", 1)[-1]
+
+
+def _plausible(score: str, planned: list[str]) -> bool:
+    """A gate's score against the planned keys (case-insensitive): the same key, or a sub-score the
+    planned one may give under its own name (`X` -> `X-2`)."""
+    fam, _, name = score.lower().rpartition("/")
+    for key in planned:
+        kfam, _, kname = key.lower().rpartition("/")
+        if fam and fam != kfam:
+            continue
+        if name == kname or name.startswith(kname + "-"):
+            return True
+    return False
+
+
+def _name(flag: str, spec: str, what: str, name: str, known: list[str]) -> None:
+    if name not in known:
+        raise InputError(f'{flag} "{spec}": no {what} "{name}" in this run{suggest(name, known)} '
+                         f"(known: {', '.join(known) or 'none'})")
+
+
+def _score(flag: str, spec: str, score: str, known: Known) -> None:
+    if not _plausible(score, known.scores):
+        names = sorted({*known.scores, *(_short(k) for k in known.scores)})
+        raise InputError(f'{flag} "{spec}": no score "{score}" in this run{suggest(score, names)} '
+                         f"(planned: {', '.join(sorted(known.scores)) or 'none'})")
+
+
+def check_names(gates: Gates, known: Known) -> None:
+    """InputError (exit 2) for a gate that names a model, category or score the run does not have."""
+    for g in gates.scores:
+        if g.model:
+            _name("--fail-under", g.spec, "model", g.model, known.models)
+        if g.category and g.category != EVERY:
+            _name("--fail-under", g.spec, "category", g.category, known.categories)
+        _score("--fail-under", g.spec, g.score, known)
+    for w in gates.worse:
+        for m in (w.candidate, w.baseline):
+            _name("--fail-if-worse", w.spec, "model", m, known.models)
+        if w.category != ALL_ROWS:
+            _name("--fail-if-worse", w.spec, "category", w.category, known.categories)
+        _score("--fail-if-worse", w.spec, w.score, known)
+    for r in gates.win_rates:
+        for m in (r.candidate, r.baseline):
+            _name("--fail-under-win-rate", r.spec, "model", m, known.models)
+        if not known.battles:
+            raise InputError(f'--fail-under-win-rate "{r.spec}": this run has no battles (they need GPT metrics, '
+                             "two or more answer files and battle not set to false)")
+    if gates.untrusted_judge and not known.judge:
+        raise InputError("--fail-on-untrusted-judge: this run asks no judge for GPT scores; there is nothing to check")
+
+
+def _keys_of(family: str, name: str) -> list[str]:
+    """The score keys a planned name gives: an automatic metric's own sub-scores (`BLEU` -> `BLEU-1`
+    ... `BLEU-4`, `F1 score` -> `F1`); any other family scores under the name itself."""
+    if family == "Metrics":
+        from ..metrics import METRICS
+
+        try:
+            subs = getattr(METRICS.get(name), "sub_scores", ())
+        except Exception:  # an unknown name is the config check's to report
+            subs = ()
+        if subs:
+            return [f"Metrics/{sub}" for sub in subs]
+    return [f"{family}/{name}"]
+
+
+def known_of(plan: Any, models: list[str]) -> Known:
+    """What a plan (evaluate.pipeline.plan.Plan) will produce."""
+    scores = sorted({key for fams in plan.categories.values() for fam, names in fams.items()
+                     for name in names for key in _keys_of(fam, name)})
+    gpt = any("GPT" in fams and fams["GPT"] for fams in plan.categories.values())
+    battles = bool((plan.work.get("GPT") or {}).get("battle_calls"))
+    return Known(models=list(models), categories=sorted(plan.categories), scores=scores, battles=battles, judge=gpt)
+
+
+# ---------------------------------------------------------------------- after the run
+def _matches(key: str, score: str) -> bool:
+    return key.lower() == score.lower() or _short(key).lower() == score.lower()
+
+
+def score_failures(results: list[Any], gates: list[ScoreGate]) -> list[str]:
+    """Aggregates below their gate. `results`: ModelResults of this run's models. InputError when a
+    gate matches no aggregate of the models it names (the names were plausible, the scores not)."""
+    failures = []
+    for g in gates:
+        matched = False
+        for res in results:
+            if g.model and res.model != g.model:
+                continue
+            aggs = res.aggregates()
+            if g.category == EVERY:
+                blocks = list(aggs["by_category"].items())
+            else:
+                blocks = [(g.category, aggs["by_category"].get(g.category, {}) if g.category else aggs["overall"])]
+            for cat, block in blocks:
+                for key, agg in block.items():
+                    if not _matches(key, g.score):
+                        continue
+                    matched = True
+                    mean = agg.get("mean")
+                    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+                        failures.append(f"{res.model}: {cat + ':' if cat else ''}{key} has no valid score (gate {g.value:g})")
+                    elif mean < g.value:
+                        failures.append(f"{res.model}: {cat + ':' if cat else ''}{key} = {mean:.4f} < {g.value:g}")
+        if not matched:
+            known = sorted({k for r in results for k in r.aggregates()["overall"]})
+            raise InputError(f'--fail-under "{g.spec}": no aggregate named "{g.score}"'
+                             f"{' in category ' + g.category if g.category and g.category != EVERY else ''}"
+                             f"{suggest(g.score, known + [_short(k) for k in known])} (known: {', '.join(known)})")
+    return failures
+
+
+def worse_failures(comparisons: list[dict[str, Any]], gates: list[WorseGate]) -> list[str]:
+    """Paired comparisons whose verdict is "the baseline is better" (significant after Holm)."""
+    failures = []
+    for g in gates:
+        comp = next((c for c in comparisons if {c.get("model_a"), c.get("model_b")} == {g.candidate, g.baseline}), None)
+        rows = [r for r in (comp or {}).get("rows", []) if r.get("category") == g.category and _matches(r.get("score", ""), g.score)]
+        if not rows:
+            raise InputError(f'--fail-if-worse "{g.spec}": the run has no comparison row of {g.candidate} and '
+                             f"{g.baseline} on {g.score} ({g.category})")
+        for r in rows:
+            if r.get("better") == g.baseline:
+                ci = r.get("ci95") or [float("nan")] * 2
+                failures.append(f"{g.candidate} worse than {g.baseline} on {g.category}:{r['score']}: mean "
+                                f"{_mean_of(r, comp, g.candidate):.4f} vs {_mean_of(r, comp, g.baseline):.4f}, "
+                                f"p (Holm) = {r.get('p_holm'):.3g}, 95% CI of the difference {ci[0]:.3f} to {ci[1]:.3f}")
+            elif r.get("better") is None and str(r.get("verdict", "")).startswith("not comparable"):
+                raise InputError(f'--fail-if-worse "{g.spec}": {r["verdict"]}')
+    return failures
+
+
+def _mean_of(row: dict[str, Any], comp: dict[str, Any], model: str) -> float:
+    v = row.get("mean_a") if comp.get("model_a") == model else row.get("mean_b")
+    return float("nan") if v is None else float(v)
+
+
+def win_rate_of(battles: dict[str, dict[str, Any]], candidate: str, baseline: str) -> tuple[float, dict[str, Any]] | None:
+    """The candidate's win rate against the baseline in this run's battles (ties half), or None."""
+    for data in battles.values():
+        s = data.get("summary") or {}
+        a, b = s.get("model_a"), s.get("model_b")
+        wr = s.get("win_rate")
+        if {a, b} != {candidate, baseline} or not isinstance(wr, (int, float)) or math.isnan(wr):
+            continue
+        return (float(wr) if a == candidate else 1.0 - float(wr)), s
+    return None
+
+
+def win_rate_failures(battles: dict[str, dict[str, Any]], gates: list[WinRateGate]) -> list[str]:
+    failures = []
+    for g in gates:
+        got = win_rate_of(battles, g.candidate, g.baseline)
+        if got is None:
+            failures.append(f"{g.candidate} vs {g.baseline}: no decided battle in this run (gate {g.value:g})")
+        elif got[0] < g.value:
+            s = got[1]
+            failures.append(f"{g.candidate} vs {g.baseline}: win rate {got[0]:.3f} < {g.value:g} "
+                            f"({s.get('wins')} / {s.get('ties')} / {s.get('losses')} wins/ties/losses of model_a, "
+                            f"{s.get('invalid')} invalid)")
+    return failures
+
+
+def judge_failure(manifest: dict[str, Any]) -> list[str]:
+    jc = manifest.get("judge_check") or {}
+    if jc.get("trustworthy") is True:
+        return []
+    return [f"judge check: {jc.get('verdict') or 'not checked'}"]
+
+
+def failures(gates: Gates, outcome: Any) -> list[str]:
+    """Every failed gate of a finished run. `outcome`: evaluate.pipeline.run.Outcome (its SaveDir,
+    its report view with the comparisons, its manifest). Only the models this run scored are gated."""
+    save, view, manifest = outcome.save, outcome.view, outcome.manifest
+    results = [r for r in save.results() if r.model in save.opened]
+    out = score_failures(results, gates.scores)
+    if gates.worse:
+        out += worse_failures(list(getattr(view, "comparisons", None) or []), gates.worse)
+    out += win_rate_failures(save.battles, gates.win_rates)
+    if gates.untrusted_judge:
+        out += judge_failure(manifest)
+    return out
