@@ -6,12 +6,18 @@ Two kinds of file, read unchanged from ColossalAI (`prompt/evaluation_prompt/*.j
 *Evaluation prompts*: ``{category: {"metrics": {metric: definition}, "CoT": {metric: steps},
 "prompt": template, ["reference_prompt": template], ["system_prompt": text], ...}}``.
 The template's placeholders are ``{question} {answer} {metric} {steps}``; a
-``reference_prompt`` may also use ``{reference}`` (alias ``{target}``).
+``reference_prompt`` may also use ``{reference}`` (alias ``{target}``). For conversations an entry
+may add ``conversation_prompt`` (``{conversation}``: the setup and the earlier turns, rendered by
+``render_history``; ``{question}``: the user's last message; ``{answer}``: the reply rated) and
+``conversation_reference_prompt`` (the same plus ``{reference}``).
 
 *Battle prompt*: ``{"system_prompt": text, "prompt_template": template, "prompt": text,
 ["reference_template": block]}`` with placeholders ``{question} {answer_1} {answer_2} {prompt}``;
 the optional reference block has ``{reference}`` and is added after the question (battle with
-a reference).
+a reference). For conversations: ``conversation_template`` with ``{conversation_1}
+{conversation_2}`` (each assistant's own earlier turns), ``{question}`` (the user's last message,
+the same for both), ``{answer_1} {answer_2}`` (the replies compared) and ``{prompt}``, which is
+then the file's ``conversation_prompt``.
 
 Public API
 ----------
@@ -20,6 +26,8 @@ Public API
     - ``.metric_definition(category, metric)``, ``.steps(category, metric)``
     - ``.missing_metrics(category, metrics) -> list[str]`` for config validation
 - ``load_battle_prompt(path) -> BattlePrompt``
+- ``render_history(setup, turns, language) -> str``: a conversation's setup and turns as the judge
+  reads them (``{conversation}``, ``{conversation_1}``, ``{conversation_2}``)
 - ``fill(template, **values) -> str``: one-pass placeholder substitution (see below).
 
 Why one pass: an answer is user data. ``str.format`` or chained ``str.replace`` would let an
@@ -46,8 +54,29 @@ log = logging.getLogger(__name__)
 
 EVAL_PLACEHOLDERS = ("question", "answer", "metric", "steps")
 REFERENCE_PLACEHOLDERS = EVAL_PLACEHOLDERS + ("reference", "target")
+CONVERSATION_PLACEHOLDERS = EVAL_PLACEHOLDERS + ("conversation",)
+CONVERSATION_REFERENCE_PLACEHOLDERS = CONVERSATION_PLACEHOLDERS + ("reference", "target")
 BATTLE_PLACEHOLDERS = ("question", "answer_1", "answer_2", "prompt")
+BATTLE_CONVERSATION_PLACEHOLDERS = BATTLE_PLACEHOLDERS + ("conversation_1", "conversation_2")
 FALLBACK_CATEGORY = "general"
+
+HISTORY_LABELS = {
+    "en": {"setup": "[Setup given to the assistant]", "user": "[Turn {k}: user]", "assistant": "[Turn {k}: assistant]",
+           "none": "(nothing yet: the user's last message opens the conversation)"},
+    "cn": {"setup": "【助手收到的设定】", "user": "【第{k}轮：用户】", "assistant": "【第{k}轮：助手】",
+           "none": "（还没有：用户的最后一条消息就是对话的开头）"},
+}
+
+
+def render_history(setup: str, turns: Iterable[Any], language: str = "en") -> str:
+    """The setup and the turns (objects with `user` and `assistant`) as labelled blocks, each turn
+    numbered, so a message that itself contains "User:" cannot pass for another turn."""
+    labels = HISTORY_LABELS[language]
+    blocks = [f"{labels['setup']}\n{setup}"] if setup.strip() else []
+    for k, turn in enumerate(turns, 1):
+        blocks.append(f"{labels['user'].replace('{k}', str(k))}\n{turn.user}")
+        blocks.append(f"{labels['assistant'].replace('{k}', str(k))}\n{turn.assistant}")
+    return "\n\n".join(blocks) if blocks else labels["none"]
 
 
 
@@ -104,6 +133,8 @@ class PromptEntry:
     system_prompt: str | None = None
     requested: str = ""
     fallback: bool = False
+    conversation_prompt: str | None = None
+    conversation_reference_prompt: str | None = None
 
     def has_metric(self, metric: str) -> bool:
         return metric in self.metrics and metric in self.cot
@@ -134,7 +165,9 @@ class EvaluationPrompts:
                         FALLBACK_CATEGORY)
         return PromptEntry(category=general.category, metrics=general.metrics, cot=general.cot,
                            prompt=general.prompt, reference_prompt=general.reference_prompt,
-                           system_prompt=general.system_prompt, requested=category, fallback=True)
+                           system_prompt=general.system_prompt, requested=category, fallback=True,
+                           conversation_prompt=general.conversation_prompt,
+                           conversation_reference_prompt=general.conversation_reference_prompt)
 
     def metric_definition(self, category: str, metric: str) -> str:
         entry = self.entry_for(category)
@@ -193,9 +226,21 @@ def load_evaluation_prompts(path: str | Path) -> EvaluationPrompts:
         system = raw.get("system_prompt")
         if system is not None and not isinstance(system, str):
             raise InputError(f"{path}: {_keypath(category, 'system_prompt')}: expected a string")
+        conv = raw.get("conversation_prompt")
+        if conv is not None:
+            conv = _check_template(path, (category, "conversation_prompt"), conv, CONVERSATION_PLACEHOLDERS,
+                                   ("conversation", "question", "answer"))
+        conv_ref = raw.get("conversation_reference_prompt")
+        if conv_ref is not None:
+            conv_ref = _check_template(path, (category, "conversation_reference_prompt"), conv_ref,
+                                       CONVERSATION_REFERENCE_PLACEHOLDERS, ("conversation", "question", "answer"))
+            if not placeholders(conv_ref) & {"reference", "target"}:
+                raise InputError(f"{path}: {_keypath(category, 'conversation_reference_prompt')}: template lacks"
+                                 " {reference} (or {target})")
         out.entries[category] = PromptEntry(category=category, metrics=metrics, cot=cot, prompt=prompt,
                                             reference_prompt=ref, system_prompt=system or None,
-                                            requested=category)
+                                            requested=category, conversation_prompt=conv,
+                                            conversation_reference_prompt=conv_ref)
     return out
 
 
@@ -209,10 +254,21 @@ class BattlePrompt:
     prompt_template: str
     prompt: str
     reference_template: str | None = None
+    conversation_template: str | None = None
+    conversation_prompt: str | None = None
 
     def render(self, question: str, answer_1: str, answer_2: str) -> str:
         return fill(self.prompt_template, question=question, answer_1=answer_1, answer_2=answer_2,
                     prompt=self.prompt)
+
+    def render_conversation(self, conversation_1: str, conversation_2: str, question: str, answer_1: str,
+                            answer_2: str) -> str:
+        """One turn of two conversations: each assistant's earlier turns, the user's last message, both replies."""
+        if self.conversation_template is None:
+            raise InputError(f"{self.path}: no conversation_template; a conversation needs one (see prompts/README.md)")
+        return fill(self.conversation_template, conversation_1=conversation_1, conversation_2=conversation_2,
+                    question=question, answer_1=answer_1, answer_2=answer_2,
+                    prompt=self.conversation_prompt or self.prompt)
 
 
 def load_battle_prompt(path: str | Path) -> BattlePrompt:
@@ -232,5 +288,14 @@ def load_battle_prompt(path: str | Path) -> BattlePrompt:
     ref = data.get("reference_template")
     if ref is not None:
         ref = _check_template(path, ("reference_template",), ref, ("reference",), ("reference",))
+    conv = data.get("conversation_template")
+    if conv is not None:
+        conv = _check_template(path, ("conversation_template",), conv, BATTLE_CONVERSATION_PLACEHOLDERS,
+                               ("conversation_1", "conversation_2", "question", "answer_1", "answer_2"))
+    conv_prompt = data.get("conversation_prompt")
+    if conv_prompt is not None and not isinstance(conv_prompt, str):
+        raise InputError(f"{path}: {_keypath('conversation_prompt')}: expected a string, "
+                         f"got {type(conv_prompt).__name__}")
     return BattlePrompt(path=path, sha256=digest, system_prompt=data.get("system_prompt", ""),
-                        prompt_template=template, prompt=data["prompt"], reference_template=ref)
+                        prompt_template=template, prompt=data["prompt"], reference_template=ref,
+                        conversation_template=conv, conversation_prompt=conv_prompt)

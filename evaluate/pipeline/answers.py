@@ -1,7 +1,18 @@
-"""Answer and target files: ColossalAI's records `{category, instruction, input, output, target, id}`.
+"""Answer and target files: ColossalAI's records `{category, instruction, input, output, target, id}`,
+and conversations.
 
 A file is a JSON list or JSON Lines (one object per line). Every problem names the file and the
-record (its id, or its position when the id itself is the problem).
+record (its id, or its position when the id itself is the problem), and for a conversation the turn.
+
+A conversation record carries, instead of `input` and `output`, one of (never both):
+- `turns`: `[{"user": text, "assistant": text}, ...]`, one object per round;
+- `messages`: OpenAI's chat list `[{"role": "system"|"user"|"assistant", "content": text}, ...]`:
+  an optional system message first, then user and assistant strictly alternating, user first.
+Its `instruction` (optional) is the setup shown before the first turn; a system message fills it.
+Every turn needs a non-empty user message and, in an answer file, a non-empty reply: a missing,
+extra or empty turn would make the judge grade a conversation that never happened. In a target
+file the replies may be left out (they are not read). `target` is the last reply's reference (a
+string), or a list with one entry per turn, each a string, a list of alternatives or null.
 """
 
 from __future__ import annotations
@@ -13,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import ConfigError, InputError
-from ..core.records import Record
+from ..core.records import Record, Turn
 from ..core.io import parse_jsonl, read_text
 
 REQUIRED = {"category": str, "instruction": str, "output": str}
@@ -66,6 +77,176 @@ def _record_id(value: Any) -> str | None:
     return None
 
 
+def _targets(value: Any) -> tuple[str, ...] | None:
+    """A string or a list of strings as a tuple of the non-blank ones; None when it is neither."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,) if value.strip() else ()
+    if isinstance(value, list) and all(isinstance(t, str) for t in value):
+        return tuple(t for t in value if t.strip())
+    return None
+
+
+def _encodable(text: str) -> str | None:
+    """Why `text` cannot be written as UTF-8 (a lone surrogate), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return (f"a lone surrogate {text[exc.start]!r} at character {exc.start} is not valid Unicode text "
+                "(an unpaired \\uD800-\\uDFFF escape)")
+    return None
+
+
+TURN_KEYS = ("user", "assistant")
+ROLES = ("system", "user", "assistant")
+
+
+def _turns_shape(value: Any, label: str, need_output: bool) -> tuple[list[tuple[str, str | None]], list[str]]:
+    """(user, reply) pairs of a `turns` list; the reply is None where a target file leaves it out."""
+    if not isinstance(value, list) or not value:
+        return [], [f'{label}: field "turns" must be a non-empty list of {{"user": ..., "assistant": ...}} objects']
+    pairs: list[tuple[str, str | None]] = []
+    problems: list[str] = []
+    for i, turn in enumerate(value):
+        where = f"{label}: turns[{i}] (turn {i + 1})"
+        if not isinstance(turn, dict):
+            problems.append(f'{where}: expected an object {{"user": ..., "assistant": ...}}, got {type(turn).__name__}')
+            continue
+        unknown = sorted(set(turn) - set(TURN_KEYS))
+        if unknown:
+            problems.append(f"{where}: unknown key(s) {', '.join(map(repr, unknown))} (a turn has "
+                            f'"user" and "assistant"; references go in the record\'s "target")')
+        user, reply = turn.get("user"), turn.get("assistant")
+        if "user" not in turn:
+            problems.append(f'{where}: missing "user" (the user\'s message of this turn)')
+        elif not isinstance(user, str):
+            problems.append(f'{where}: "user" must be a string, got {type(user).__name__}')
+        if "assistant" not in turn:
+            if need_output:
+                problems.append(f'{where}: missing "assistant" (the model\'s reply to this turn)')
+        elif not isinstance(reply, str):
+            problems.append(f'{where}: "assistant" must be a string, got {type(reply).__name__}')
+        if isinstance(user, str) and (isinstance(reply, str) or ("assistant" not in turn and not need_output)):
+            pairs.append((user, reply if isinstance(reply, str) else None))
+    return pairs, problems
+
+
+def _messages_shape(value: Any, label: str, need_output: bool) -> tuple[str, list[tuple[str, str | None]], list[str]]:
+    """(system text, (user, reply) pairs, problems) of an OpenAI-style `messages` list."""
+    if not isinstance(value, list) or not value:
+        return "", [], [f'{label}: field "messages" must be a non-empty list of {{"role": ..., "content": ...}} objects']
+    system: list[str] = []
+    pairs: list[tuple[str, str | None]] = []
+    problems: list[str] = []
+    expect = "user"  # the role the next message must have (after the leading system messages)
+    for i, msg in enumerate(value):
+        where = f"{label}: messages[{i}] (turn {len(pairs) + (expect == 'user')})"
+        if not isinstance(msg, dict):
+            problems.append(f'{where}: expected an object {{"role": ..., "content": ...}}, got {type(msg).__name__}')
+            return "", pairs, problems
+        role, content = msg.get("role"), msg.get("content")
+        if role not in ROLES:
+            problems.append(f"{where}: role {role!r} is not read (expected one of {', '.join(ROLES)})")
+            return "", pairs, problems
+        if not isinstance(content, str):
+            problems.append(f'{where}: "content" must be a string, got '
+                            f"{'nothing' if content is None else type(content).__name__}")
+            return "", pairs, problems
+        if role == "system":
+            if pairs or expect != "user":
+                problems.append(f"{where}: a system message after the conversation started; only leading "
+                                "system messages are read (as the record's setup)")
+                return "", pairs, problems
+            system.append(content)
+        elif role != expect:
+            what = ("more assistant than user turns: the conversation starts with an assistant message"
+                    if role == "assistant" and not pairs else
+                    "two assistant messages in a row (more assistant than user turns)" if role == "assistant" else
+                    "two user messages in a row: the turn before has no assistant reply")
+            problems.append(f"{where}: {what}; expected user and assistant messages to alternate, user first")
+            return "", pairs, problems
+        elif role == "user":
+            pairs.append((content, None))
+            expect = "assistant"
+        else:
+            pairs[-1] = (pairs[-1][0], content)
+            expect = "user"
+    if not pairs:
+        problems.append(f"{label}: messages: no user message")
+    elif expect == "assistant" and need_output:
+        problems.append(f"{label}: messages[{len(value) - 1}] (turn {len(pairs)}): the last user message has no "
+                        "assistant reply")
+    return "\n\n".join(system), pairs, problems
+
+
+def _conversation(obj: dict[str, Any], label: str, need_output: bool) -> tuple[str, tuple[Turn, ...], list[str]]:
+    """The setup text and the turns of a conversation record, or the problems with them."""
+    problems: list[str] = []
+    if "turns" in obj and "messages" in obj:
+        return "", (), [f'{label}: both "turns" and "messages"; give the conversation once']
+    for key in ("output", "input"):
+        if key in obj and obj[key] not in (None, ""):
+            problems.append(f'{label}: field "{key}" beside a conversation; a conversation\'s '
+                            + ("replies are its assistant turns" if key == "output" else
+                               'setup goes in "instruction" and its messages in the turns'))
+    instruction = obj.get("instruction", "")
+    if instruction is None:
+        instruction = ""
+    if not isinstance(instruction, str):
+        problems.append(f'{label}: field "instruction" must be a string, got {type(instruction).__name__}')
+        instruction = ""
+    if "turns" in obj:
+        pairs, probs = _turns_shape(obj["turns"], label, need_output)
+        key = "turns"
+    else:
+        system, pairs, probs = _messages_shape(obj["messages"], label, need_output)
+        key = "messages"
+        if system and instruction:
+            probs.append(f'{label}: both "instruction" and a system message; give the setup once')
+        instruction = instruction or system
+    problems.extend(probs)
+    for k, (user, reply) in enumerate(pairs, 1):
+        where = f"{label}: {key}: turn {k}"
+        if not user.strip():
+            problems.append(f"{where}: the user message is empty")
+        if reply is not None and not reply.strip():
+            problems.append(f"{where}: the assistant reply is empty; a conversation's next turns were asked "
+                            "after it, so an empty reply is refused (fix the answer file or leave the record out)")
+        for role, text in (("user", user), ("assistant", reply or "")):
+            bad = _encodable(text)
+            if bad:
+                problems.append(f"{where}: {role}: {bad}; fix or remove it")
+    refs, ref_problems = _turn_targets(obj.get("target"), len(pairs), label)
+    problems.extend(ref_problems)
+    if problems:
+        return instruction, (), problems
+    turns = tuple(Turn(user=u, assistant=a or "", references=r) for (u, a), r in zip(pairs, refs))
+    return instruction, turns, []
+
+
+def _turn_targets(value: Any, n_turns: int, label: str) -> tuple[list[tuple[str, ...]], list[str]]:
+    """Per-turn references: a string is the last turn's; a list has one entry per turn."""
+    empty: list[tuple[str, ...]] = [() for _ in range(n_turns)]
+    if value is None or isinstance(value, str):
+        last = _targets(value) or ()
+        return empty[:-1] + [last] if n_turns else empty, []
+    if not isinstance(value, list):
+        return empty, [f'{label}: field "target" must be a string (the last turn\'s reference) or a list with '
+                       f"one entry per turn, got {type(value).__name__}"]
+    if len(value) != n_turns:
+        return empty, [f'{label}: field "target" has {len(value)} entries for {n_turns} turns; a list target of a '
+                       "conversation has one entry per turn (a string, a list of alternatives, or null)"]
+    refs, problems = [], []
+    for k, entry in enumerate(value, 1):
+        got = _targets(entry)
+        if got is None:
+            problems.append(f'{label}: target[{k - 1}] (turn {k}): expected a string, a list of strings or null')
+            got = ()
+        refs.append(got)
+    return refs, problems
+
+
 def parse_record(obj: Any, where: str, *, need_output: bool) -> tuple[Record | None, list[str]]:
     """One record, or the problems with it (each prefixed by `where`)."""
     if not isinstance(obj, dict):
@@ -77,30 +258,36 @@ def parse_record(obj: Any, where: str, *, need_output: bool) -> tuple[Record | N
         problems.append(f"{where}: missing field \"id\" (expected an integer or a non-empty string)")
     elif rid is None:
         problems.append(f"{where}: field \"id\" must be an integer or a non-empty string, got {obj.get('id')!r}")
+    conversation = "turns" in obj or "messages" in obj
     for key, typ in REQUIRED.items():
+        if conversation and key != "category":
+            continue
         if key == "output" and not need_output and key not in obj:
             continue
         if key not in obj:
             problems.append(f'{label}: missing field "{key}" (expected a string)')
         elif not isinstance(obj[key], typ):
             problems.append(f'{label}: field "{key}" must be a string, got {type(obj[key]).__name__}')
+    if isinstance(obj.get("category"), str) and not obj["category"].strip():
+        problems.append(f'{label}: field "category" is empty')
+    if conversation:
+        instruction, turns, probs = _conversation(obj, label, need_output)
+        problems.extend(probs)
+        if problems:
+            return None, problems
+        extra = {k: v for k, v in obj.items() if k not in ("id", "category", "instruction", "target", "turns",
+                                                            "messages", "input", "output")}
+        return Record(id=rid, category=obj["category"], instruction=instruction, output=turns[-1].assistant,
+                      targets=turns[-1].references, extra=extra, turns=turns), []
     inp = obj.get("input", "")
     if inp is None:
         inp = ""
     if not isinstance(inp, str):
         problems.append(f'{label}: field "input" must be a string, got {type(inp).__name__}')
-    target = obj.get("target", "")
-    if target is None:
-        target = ""
-    if isinstance(target, str):
-        targets = (target,) if target.strip() else ()
-    elif isinstance(target, list) and all(isinstance(t, str) for t in target):
-        targets = tuple(t for t in target if t.strip())
-    else:
+    targets = _targets(obj.get("target", ""))
+    if targets is None:
         problems.append(f'{label}: field "target" must be a string or a list of strings')
         targets = ()
-    if isinstance(obj.get("category"), str) and not obj["category"].strip():
-        problems.append(f'{label}: field "category" is empty')
     if problems:
         return None, problems
     extra = {k: v for k, v in obj.items() if k not in ("id", "category", "instruction", "input", "output", "target")}
@@ -161,6 +348,7 @@ def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None) 
                          if r.id in targets and r.category != targets[r.id].category]
             if wrong_cat:
                 problems.append(f"{path}: category differs from the target file for ids: {_list(wrong_cat)}")
+            problems.extend(_conversation_mismatches(path, records, target_file, targets))
             records = [_with_targets(r, targets[r.id]) for r in records if r.id in targets]
         empty = [r.id for r in records if not r.output.strip()]
         sets.append(AnswerSet(name=name, path=path, records=records, empty_output_ids=empty))
@@ -174,11 +362,45 @@ def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None) 
             wrong = [i for i in other if i in first and other[i] != first[i]]
             if wrong:
                 problems.append(f"{s.path}: category differs from {sets[0].path} for ids: {_list(wrong)}")
+            problems.extend(_conversation_mismatches(s.path, s.records, sets[0].path, sets[0].by_id()))
     if problems:
         raise ConfigError(problems)
     return sets
 
 
+def _conversation_mismatches(path: Path, records: list[Record], other_path: Path | None,
+                             others: dict[str, Record]) -> list[str]:
+    """Where a conversation of `path` is not the same conversation in `other_path`: one of them is a
+    conversation and the other is not, or the setup, the number of turns or a user message differ.
+    Models are compared on the same user turns; their own replies may differ."""
+    out = []
+    for r in records:
+        o = others.get(r.id)
+        if o is None or not (r.turns or o.turns):
+            continue
+        where = f"{path}: record {r.id}"
+        if bool(r.turns) != bool(o.turns):
+            which = "a conversation" if r.turns else "one question and answer"
+            out.append(f"{where}: is {which} here but not in {other_path}")
+        elif len(r.turns) != len(o.turns):
+            out.append(f"{where}: {len(r.turns)} turns here, {len(o.turns)} in {other_path}")
+        elif r.instruction != o.instruction:
+            out.append(f"{where}: the setup (instruction / system message) differs from {other_path}")
+        else:
+            k = next((k for k, (a, b) in enumerate(zip(r.turns, o.turns), 1) if a.user != b.user), None)
+            if k is not None:
+                out.append(f"{where}: turn {k}: the user message differs from {other_path} "
+                           f"({r.turns[k - 1].user[:60]!r} vs {o.turns[k - 1].user[:60]!r})")
+    return out
+
+
 def _with_targets(answer: Record, target: Record) -> Record:
+    if answer.turns and len(answer.turns) == len(target.turns):  # per turn: the target file's, else the answer's
+        turns = tuple(Turn(user=a.user, assistant=a.assistant, references=t.references or a.references)
+                      for a, t in zip(answer.turns, target.turns))
+        return Record(id=answer.id, category=answer.category, instruction=answer.instruction, output=answer.output,
+                      targets=turns[-1].references, extra=answer.extra, turns=turns)
+    if answer.turns:  # not the same conversation: reported by _conversation_mismatches
+        return answer
     return Record(id=answer.id, category=answer.category, instruction=answer.instruction, input=answer.input,
                   output=answer.output, targets=target.targets or answer.targets, extra=answer.extra)
