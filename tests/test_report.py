@@ -191,3 +191,20 @@ def test_two_models_summary_has_battle_column(tmp_path):
     text = closing_summary(save, width=80, color=False)
     assert "battle" in text.splitlines()[0]
     assert "1.00" in text  # model_a wins every battle in the fake judge
+
+
+def test_flags_are_lists_for_every_model_and_judge_panel_shows_its_backend_options(save):
+    from evaluate.report.data import load_save_path
+    from evaluate.report.page import browser_data, judge_options_shown
+
+    data = load_save_path(save)
+    first = data.results[0]["items"][0]
+    first["flags"] = ["empty_output"]  # one model flags an item, the others do not
+    items = browser_data(data)["items"]
+    flagged = next(it for it in items if it["id"] == str(first["id"]))
+    assert flagged["f"][0] == ["empty_output"] and all(f == [] for f in flagged["f"][1:])  # never {} ("[object Object]")
+    http = judge_options_shown({"backend": "openai", "model": "m", "base_url": "http://x/v1", "dtype": "auto",
+                                "lookahead": 3, "batch": False, "batch_poll": 60})
+    assert http == {"backend": "openai", "model": "m", "base_url": "http://x/v1", "batch": False}
+    local = judge_options_shown({"backend": "local", "model": "m", "base_url": None, "dtype": "auto", "timeout": 9})
+    assert local == {"backend": "local", "model": "m", "dtype": "auto"}

@@ -90,7 +90,7 @@ def test_ci_of_a_constant_shift_is_that_shift():
     a = np.arange(40) / 4.0  # exact binary fractions: a - 0.25 is exact
     res = paired_compare(a, a - 0.25)
     assert res.ci == (0.25, 0.25) and res.diff == 0.25
-    assert res.mde == 0.0 and res.effect_size is None  # sd of the differences is 0
+    assert res.mde is None and res.effect_size is None  # sd of the differences is 0: no MDE to state
 
 
 def test_all_zero_differences_give_p_one():

@@ -191,9 +191,29 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
                        "inconsistency": s.get("inconsistency_rate"), "invalid": s.get("invalid"),
                        "one_order_invalid": s.get("one_order_invalid"), "ties": s.get("ties"),
                        "controlled": bt.get("controlled") or s.get("controlled")})
-    return {"used": used, "config": cfg_judge if used else None, "signatures": sigs,
+    return {"used": used, "config": judge_options_shown(cfg_judge) if used else None, "signatures": sigs,
             "check": data.judge_check, "check_detail": _check_detail(data.judge_check),
             "biases": biases, "invalid": invalid_reasons(data)}
+
+
+# judge options that mean something for one backend only; the panel leaves the others out
+LOCAL_ONLY = ("dtype", "lookahead", "local_batch_size", "device", "threads", "quantization")
+HTTP_ONLY = ("base_url", "endpoints", "endpoint_failures", "endpoint_cooldown", "api_key_env", "concurrency",
+             "timeout", "max_retries", "batch", "batch_poll", "price")
+
+
+def judge_options_shown(cfg: Any) -> dict[str, Any] | None:
+    """The judge options that matter for its backend (an HTTP judge has no dtype; a local one no base_url)."""
+    if not isinstance(cfg, dict):
+        return None
+    drop = HTTP_ONLY if cfg.get("backend", "local") == "local" else LOCAL_ONLY
+    if not cfg.get("batch"):
+        drop = drop + ("batch_poll",)
+    if cfg.get("endpoints"):
+        drop = drop + ("base_url",)
+    elif "endpoints" not in drop:
+        drop = drop + ("endpoints", "endpoint_failures", "endpoint_cooldown")
+    return {k: v for k, v in cfg.items() if k not in drop}
 
 
 def _check_detail(check: dict[str, Any] | None) -> str | None:
@@ -277,7 +297,7 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
         return ""
     label_w, text_w, plot_w, row_h, top = 170, 250, 300, 22, 30
     width = label_w + plot_w + text_w
-    height = top + row_h * len(rows) + 26
+    height = top + row_h * len(rows) + 40
 
     def norm(r: dict[str, Any]) -> tuple[float, float, float, bool]:
         lo, hi = r["ci95"]
@@ -298,7 +318,7 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
 
     parts = [(f'<svg xmlns="http://www.w3.org/2000/svg" class="forest" viewBox="0 0 {width} {height}" '
              f'role="img" aria-label="paired differences {escape(a)} minus {escape(b)}">'),
-             f'<line x1="{x(0, False):.1f}" y1="{top - 8}" x2="{x(0, False):.1f}" y2="{height - 22}" class="zero"/>',
+             f'<line x1="{x(0, False):.1f}" y1="{top - 8}" x2="{x(0, False):.1f}" y2="{height - 24}" class="zero"/>',
              f'<text x="{label_w + 4}" y="14" class="ax">← {escape(b)} higher</text>',
              f'<text x="{label_w + plot_w - 4}" y="14" class="ax" text-anchor="end">{escape(a)} higher →</text>']
     for i, (r, (d, lo, hi, own)) in enumerate(zip(rows, normed)):
@@ -313,8 +333,13 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
         parts.append(f'<text x="{label_w + plot_w + 8}" y="{y + 4:.1f}" class="num">'
                      f'{escape(num(r["diff"]))} {escape(interval(r["ci95"]))}'
                      f'{" *" if significant(r) else ""}</text>')
+    for t in (-span, -span / 2, span / 2, span):  # ticks of the shared axis, as a share of the scale
+        tx = x(t, False)
+        parts.append(f'<line x1="{tx:.1f}" y1="{height - 24}" x2="{tx:.1f}" y2="{height - 20}" class="zero"/>'
+                     f'<text x="{tx:.1f}" y="{height - 12}" text-anchor="middle" class="ax">{t:+.2g}</text>')
+    parts.append(f'<text x="{x(0, False):.1f}" y="{height - 12}" text-anchor="middle" class="ax">0</text>')
     axis = "share of the score's scale" if any(not own for *_, own in normed) else "own scale per row"
-    parts.append(f'<text x="{label_w + plot_w / 2:.1f}" y="{height - 6}" text-anchor="middle" class="ax">'
+    parts.append(f'<text x="{label_w + plot_w / 2:.1f}" y="{height - 1}" text-anchor="middle" class="ax">'
                  f'A − B, {escape(axis)} (±{span:.2g}); † own axis; * significant after Holm</text>')
     parts.append("</svg>")
     return "".join(parts)
@@ -353,6 +378,7 @@ def browser_data(data: SaveData) -> dict[str, Any]:
     """Compact, because a 10,000-item run must stay a file people can open and mail: categories,
     score keys and the key sets of detail objects by index; empty parts left out.
 
+    scored_cats = indices of the categories with a scored or invalid item (the filter offers only those)
     item = {"id", "c": category index, "q": instruction, "in": input (if any), "t": targets (if any),
             "o": [output per model or null], "s": [{key index: value} per model],
             "v": [{key index: [reason, raw]} per model] (if any invalid),
@@ -412,7 +438,8 @@ def browser_data(data: SaveData) -> dict[str, Any]:
                 elif det not in (None, "", [], {}):
                     slot(entry, "d")[mi][key_ix[k]] = [-1, _cut(det)]
             if it.get("flags"):
-                slot(entry, "f")[mi] = it["flags"]
+                flags = entry.setdefault("f", [[] for _ in range(n)])  # lists: the page joins them
+                flags[mi] = list(it["flags"]) if isinstance(it["flags"], (list, tuple)) else [str(it["flags"])]
     battles = []
     pos = {m: i for i, m in enumerate(models)}
     for bt in data.battles:
@@ -435,7 +462,9 @@ def browser_data(data: SaveData) -> dict[str, Any]:
             b_items[str(it.get("id"))] = row
         battles.append({"a": pos[s["model_a"]], "b": pos[s["model_b"]], "items": b_items})
     ranges = [[lo.get(k), hi.get(k)] for k in key_list]
-    return {"models": models, "cats": cats, "keys": key_list, "ranges": ranges,
+    # categories offered in the filter: those with a scored or invalid item (a skipped category has none)
+    scored = sorted({e["c"] for e in items.values() if any(e["s"]) or any(e.get("v") or [])})
+    return {"models": models, "cats": cats, "scored_cats": scored, "keys": key_list, "ranges": ranges,
             "shapes": [list(sh) for sh in shapes], "items": list(items.values()), "battles": battles}
 
 

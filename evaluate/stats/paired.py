@@ -105,12 +105,40 @@ def paired_p(d: np.ndarray) -> tuple[float, str]:
 
 
 def mde(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float | None:
-    """Minimum detectable |mean difference| (normal approximation); None when n < 2."""
-    if n < 2:
+    """Minimum detectable |mean difference| (normal approximation); None when n < 2 or sd == 0 (every
+    difference equal: a detectable difference of 0 would be meaningless; `detectability` says so)."""
+    if n < 2 or sd == 0:
         return None
-    if sd == 0:
-        return 0.0
     return float((norm.ppf(1 - alpha / 2) + norm.ppf(power)) * sd / math.sqrt(n))
+
+
+def min_attainable_p(k: int) -> float:
+    """Smallest two-sided p an exact sign-flip (or signed-rank) test can reach with k non-zero
+    differences: only the all-same-sign assignments reach the observed extreme, 2 of 2^k."""
+    return 1.0 if k <= 0 else min(1.0, 2.0 / 2.0 ** k)
+
+
+def detectability(d: Sequence[float], *, alpha: float = 0.05, m: int = 1, power: float = 0.8) -> str:
+    """What a comparison of these paired differences could detect at level alpha / m, in words.
+
+    Never a detectable difference below what the test can reach: with k non-zero differences the exact
+    test's p is at least 2 / 2^k (k <= 5 cannot reach .05 at all), and when every difference is equal
+    there is no spread to speak of.
+    """
+    x = np.asarray(d, dtype=float).ravel()
+    n = int(x.size)
+    at = f"alpha = {alpha:g}" + (f" over {m} tests" if m > 1 else "")
+    if n == 0:
+        return "no items scored for both models"
+    if np.all(x == x[0]):
+        return "identical scores on every item" if x[0] == 0 else f"all {n} differences equal ({x[0]:.3g})"
+    k = int(np.count_nonzero(x))
+    smallest = min(1.0, min_attainable_p(k) * m)
+    if n < EXACT_BELOW and smallest >= alpha:
+        adj = "adjusted " if m > 1 else ""
+        return (f"n = {n}: too few pairs for any test at {at} (smallest attainable {adj}p = {smallest:.3g})")
+    size = mde(float(x.std(ddof=1)), n, alpha=alpha / m, power=power)
+    return f"n = {n} detects |A − B| of about {size:.3g} or more ({power:.0%} power, {at})"
 
 
 def paired_compare(a: Sequence[float], b: Sequence[float], *, resamples: int = 2000, seed: int = 0,

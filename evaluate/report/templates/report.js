@@ -1,7 +1,7 @@
 (function () {
   "use strict";
   var D = null;  // the item browser's data, read by load() below
-  var PER_PAGE = 20;
+  var PER_PAGE = 10;  // a page of items stays a few screens long
   var state = { page: 0, list: [] };
   var $ = function (id) { return document.getElementById(id); };
   var NONE = {};
@@ -34,7 +34,7 @@
   function option(sel, value, label) { var o = el("option", null, label); o.value = value; sel.appendChild(o); }
 
   function init() {
-    D.cats.forEach(function (c, i) { option($("f-cat"), i, c); });
+    (D.scored_cats || D.cats.map(function (c, i) { return i; })).forEach(function (i) { option($("f-cat"), i, D.cats[i]); });
     D.keys.forEach(function (k, i) { option($("f-key"), i, k); });
     D.models.forEach(function (m, i) { option($("f-m1"), i, m); option($("f-m2"), i, m); });
     $("f-m1").value = "0";
@@ -191,7 +191,9 @@
     [m1, m2].forEach(function (m) {
       var det = details(it, m);
       if (!Object.keys(det).length) return;
-      var d = add(el("details"), el("summary", null, D.models[m] + ": judge details, SAGE critiques and suggested aspects (" + Object.keys(det).length + ")"));
+      var sage = Object.keys(det).some(function (k) { return k.indexOf("SAGEval/") === 0; });
+      var d = add(el("details"), el("summary", null, D.models[m] + ": judge details" +
+        (sage ? ", SAGE critiques and suggested aspects" : "") + " (" + Object.keys(det).length + ")"));
       Object.keys(det).forEach(function (k) {
         add(d, el("h5", null, k));
         add(d, el("pre", null, JSON.stringify(det[k], null, 2)));
