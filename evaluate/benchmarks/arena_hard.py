@@ -1,0 +1,171 @@
+"""Arena-Hard (lmarena/arena-hard-auto @ 196f6b8): judging by its protocol and its leaderboard.
+
+Each question is judged twice against the baseline: game 1 with the baseline as assistant A, game 2
+swapped, each with Arena-Hard's system prompt and user template; the verdict is read with the
+config's patterns. A reply with no verdict is kept (score null, the raw reply in `judgment`) and the
+question is left out of the scores, as show_result.py leaves it out. Files: arena_hard_files.py;
+statistics: arena_hard_scores.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..backends.base import Backend, JudgeRequest
+from ..core.errors import InputError
+from .arena_hard_files import (Answers, JudgePrompt, parse_verdict, read_answer_dir, read_judge_prompt,  # noqa: F401
+                               read_answers, read_judgments, read_questions, render, write_judgments)
+from .arena_hard_scores import battle_outcomes, raw_scores, style_controlled, style_metadata
+
+DEFAULT_BASELINE = "gpt-4-0314"
+
+
+@dataclass
+class Game:
+    """One judge call still to make: question `uid`, game 0 (baseline as A) or 1 (swapped)."""
+    uid: str
+    game: int
+    messages: list[dict[str, str]]
+
+    def request(self, prompt: JudgePrompt) -> JudgeRequest:
+        return JudgeRequest.chat(self.messages[0]["content"], self.messages[1]["content"],
+                                 max_tokens=prompt.max_tokens, temperature=prompt.temperature)
+
+
+def plan(questions: Sequence[dict[str, Any]], answers: Answers, baseline: Answers, prompt: JudgePrompt,
+         done: dict[str, dict[str, Any]] | None = None) -> list[Game]:
+    """The games still to judge: those absent from `done` (uid -> record) or without a verdict."""
+    games = []
+    for q in questions:
+        if q["uid"] not in answers.text or q["uid"] not in baseline.text:
+            continue
+        prev = (done or {}).get(q["uid"])
+        pair = [(baseline.text[q["uid"]], answers.text[q["uid"]]), (answers.text[q["uid"]], baseline.text[q["uid"]])]
+        for i, (a, b) in enumerate(pair):
+            g = prev["games"][i] if prev else None
+            if g is None or g.get("score") is None:
+                games.append(Game(q["uid"], i, render(prompt, q["prompt"], a, b)))
+    return games
+
+
+def judge(questions: Sequence[dict[str, Any]], answers: Answers, baseline: Answers, prompt: JudgePrompt,
+          backend: Backend, judge_name: str, done: dict[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Judgment records in Arena-Hard's schema, one per question both models answered, in question order.
+    A failed call leaves its game null (judged again next time); a reply without a verdict keeps its text."""
+    todo = plan(questions, answers, baseline, prompt, done)
+    comps = backend.complete_many([g.request(prompt) for g in todo]) if todo else []
+    new = {(g.uid, g.game): (g, c) for g, c in zip(todo, comps)}
+    out = []
+    for q in questions:
+        if q["uid"] not in answers.text or q["uid"] not in baseline.text:
+            continue
+        prev = (done or {}).get(q["uid"])
+        games: list[Any] = [prev["games"][i] if prev else None for i in range(2)]
+        for i in range(2):
+            if (q["uid"], i) in new:
+                g, c = new[(q["uid"], i)]
+                if c.error:
+                    games[i] = None
+                else:
+                    games[i] = {"score": parse_verdict(c.text, prompt.regex_patterns), "judgment": {"answer": c.text},
+                                "prompt": g.messages}
+        out.append({"uid": q["uid"], "category": q["category"], "judge": judge_name, "model": answers.model,
+                    "baseline": baseline.model, "games": games})
+    return out
+
+
+def _judge_dir(bench_dir: Path, judge: str | None) -> Path:
+    root = bench_dir / "model_judgment"
+    if judge is not None:
+        if not (root / judge).is_dir():
+            raise InputError(f"{root / judge}: no such judgment folder")
+        return root / judge
+    found = sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
+    if not found:
+        raise InputError(f"{root}: expected one folder of judgments per judge, found none")
+    if len(found) > 1:
+        raise InputError(f"{root}: several judges ({', '.join(p.name for p in found)}); name one")
+    return found[0]
+
+
+COLUMNS = ["model", "score", "lower", "upper", "sc_score", "sc_lower", "sc_upper", "avg_tokens",
+           "n_questions", "n_invalid"]
+
+
+def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | None = None,
+                      seed: int = 0) -> tuple[list[str], list[dict]]:
+    """Arena-Hard's leaderboard of the judgments under bench_dir/model_judgment/<judge>/: raw score
+    (win rate against the baseline, %) and style-controlled score (length and markdown controlled),
+    each with its 90% bootstrap interval; avg_tokens is the mean answer length (tokens, see
+    arena_hard_scores.token_len); n_invalid counts questions left out for a missing verdict."""
+    bench_dir = Path(bench_dir)
+    jdir = _judge_dir(bench_dir, judge)
+    records = [r for p in sorted(jdir.glob("*.jsonl")) for r in read_judgments(p)]
+    if not records:
+        raise InputError(f"{jdir}: no judgment records")
+    baselines = {r.get("baseline") for r in records}
+    base = baseline or (baselines.pop() if len(baselines) == 1 else None)
+    if base is None:
+        raise InputError(f"{jdir}: judgments against several baselines ({sorted(map(str, baselines))}); name one")
+    answers = read_answer_dir(bench_dir / "model_answer") if (bench_dir / "model_answer").is_dir() else {}
+    battles: dict[str, list[float]] = {}
+    invalid: dict[str, int] = {}
+    questions: dict[str, set[str]] = {}
+    rows_model, rows_out, rows_uid = [], [], []
+    for r in records:
+        if r.get("baseline", base) != base:
+            continue
+        model = r["model"].split("/")[-1]
+        outs = battle_outcomes(r, SHOW_RESULT_WEIGHTS)
+        battles.setdefault(model, [])
+        if outs is None:
+            invalid[model] = invalid.get(model, 0) + 1
+            continue
+        questions.setdefault(model, set()).add(r["uid"])
+        battles[model].extend(outs)
+        rows_model += [r["model"]] * len(outs)
+        rows_out += outs
+        rows_uid += [r["uid"]] * len(outs)
+    if not rows_out:
+        raise InputError(f"{jdir}: no judgment has a verdict in both games; nothing to score")
+    rng = np.random.default_rng(seed)
+    raw = raw_scores({m: xs for m, xs in battles.items() if xs}, rng)
+    sc: dict[str, Any] = {}
+    meta = {m: _metadata(a) for m, a in answers.items()}
+    if base in meta and all(m in meta for m in rows_model):
+        try:
+            mm = [meta[m][u] for m, u in zip(rows_model, rows_uid)]
+            bm = [meta[base][u] for u in rows_uid]
+        except KeyError as exc:
+            raise InputError(f"{bench_dir / 'model_answer'}: no answer for question {exc.args[0]} judged in {jdir}")
+        sc, _ = style_controlled([m.split("/")[-1] for m in rows_model], rows_out, mm, bm, rng)
+    rows = []
+    for m in sorted(set(battles) | {base}):
+        r_ = raw.get(m) if m != base else None
+        s_ = sc.get(m)
+        toks = [d["token_len"] for d in meta.get(m, {}).values()]
+        rows.append({"model": m,
+                     "score": 50.0 if m == base else (r_.score if r_ else None),
+                     "lower": 50.0 if m == base else (r_.lower if r_ else None),
+                     "upper": 50.0 if m == base else (r_.upper if r_ else None),
+                     "sc_score": 50.0 if m == base and sc else (s_.score if s_ else None),
+                     "sc_lower": 50.0 if m == base and sc else (s_.lower if s_ else None),
+                     "sc_upper": 50.0 if m == base and sc else (s_.upper if s_ else None),
+                     "avg_tokens": round(float(np.mean(toks)), 1) if toks else None,
+                     "n_questions": len(questions.get(m, ())), "n_invalid": invalid.get(m, 0)})
+    rows.sort(key=lambda r: -(r["score"] if r["score"] is not None else -1))
+    return list(COLUMNS), rows
+
+
+def _metadata(a: Answers) -> dict[str, dict[str, Any]]:
+    """Style metadata per answer: the file's own (written by add_markdown_info.py) where present."""
+    return {uid: a.metadata.get(uid) or style_metadata(t) for uid, t in a.text.items()}
+
+
+# show_result.py's verdict weights: a strong verdict counts as three battles.
+SHOW_RESULT_WEIGHTS: dict[str, tuple[float, int]] = {
+    "A>B": (1, 1), "A>>B": (1, 3), "A=B": (0.5, 1), "A<<B": (0, 3), "A<B": (0, 1),
+    "B>A": (0, 1), "B>>A": (0, 3), "B=A": (0.5, 1), "B<<A": (1, 3), "B<A": (1, 1)}

@@ -1,0 +1,165 @@
+"""Arena-Hard's scores, computed as its show_result.py does (lmarena/arena-hard-auto @ 196f6b8).
+
+Battles: each judged question gives, for the model, the weighted outcomes of game 2 (model as A)
+followed by one minus those of game 1 (baseline as A); a strong verdict (A>>B) counts as three
+battles. A question is dropped when either game has no verdict (or a label the weights do not know).
+
+Raw score: per model, 100 bootstrap resamples of its battles; the score is the mean of the
+resampled mean outcomes, the interval their 5th and 95th percentiles (a 90% interval). Against a
+single baseline this is the win rate, the baseline's own score being 50.
+
+Style-controlled score: a Bradley-Terry model (logistic regression without intercept, soft outcomes)
+on [model-vs-baseline indicator, 4 style features], the features being the normalized differences
+of token length and of header / list / bold densities between the model's and the baseline's
+answers; 100 bootstrap fits over battles, median and 5th/95th percentiles of sigmoid(model - baseline).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+_CODE = re.compile("```([^`]*)```")
+_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+
+
+def markdown_counts(answer: str) -> dict[str, Any]:
+    """Headers, lists and bold spans after removing fenced code blocks, counted as add_markdown_info.py does."""
+    text = answer
+    for block in _CODE.findall(answer):
+        text = text.replace(block, "")
+    return {
+        "header_count": {f"h{i}": len(re.findall(rf"^#{{{i}}}\s", text, re.MULTILINE)) for i in range(1, 7)},
+        "list_count": {"ordered": len(re.findall(r"^\s*\d+\.\s", text, re.MULTILINE)),
+                       "unordered": len(re.findall(r"^\s*[-*+]\s", text, re.MULTILINE))},
+        "bold_count": {"**": len(re.findall(r"\*\*[^*\n]+\*\*", text)),
+                       "__": len(re.findall(r"__[^_\n]+__", text))},
+    }
+
+
+def token_len(answer: str) -> int:
+    """Tokens by tiktoken's gpt-4o encoding when tiktoken is installed; otherwise words and punctuation
+    marks (`\\w+|[^\\w\\s]`), which runs some 10-30% off BPE counts. Length enters the style fit as a
+    relative difference between two answers, so a tokenizer's constant factor cancels."""
+    enc = _encoder()
+    if enc is not None:
+        return len(enc.encode(answer, disallowed_special=()))
+    return len(_TOKEN.findall(answer))
+
+
+_ENC: list[Any] = []
+
+
+def _encoder() -> Any:
+    if not _ENC:
+        try:
+            import tiktoken  # type: ignore
+            _ENC.append(tiktoken.encoding_for_model("gpt-4o"))
+        except Exception:
+            _ENC.append(None)
+    return _ENC[0]
+
+
+def style_metadata(answer: str) -> dict[str, Any]:
+    return {"token_len": token_len(answer), **markdown_counts(answer)}
+
+
+def _vector(meta: dict[str, Any]) -> list[float]:
+    """[token_len, headers, lists, bold] from a metadata record (show_result.py sums each group)."""
+    def total(v: Any) -> float:
+        return float(sum(v.values())) if isinstance(v, dict) else float(v)
+    return [total(meta["token_len"]), total(meta["header_count"]), total(meta["list_count"]), total(meta["bold_count"])]
+
+
+def battle_outcomes(record: dict[str, Any], weights: dict[str, tuple[float, int]]) -> list[float] | None:
+    """The model's outcomes from one judgment record, or None when it is not counted."""
+    g1, g2 = record["games"]
+    if g1 is None or g2 is None or g1.get("score") not in weights or g2.get("score") not in weights:
+        return None
+    s2, n2 = weights[g2["score"]]
+    s1, n1 = weights[g1["score"]]
+    return [s2] * n2 + [1 - s1] * n1
+
+
+@dataclass
+class Interval:
+    score: float
+    lower: float
+    upper: float
+
+
+def raw_scores(battles: dict[str, list[float]], rng: np.random.Generator, rounds: int = 100) -> dict[str, Interval]:
+    out = {}
+    for model, xs in battles.items():
+        x = np.asarray(xs, dtype=float)
+        means = np.array([x[rng.integers(0, len(x), len(x))].mean() for _ in range(rounds)])
+        out[model] = Interval(100 * means.mean(), 100 * np.quantile(means, 0.05), 100 * np.quantile(means, 0.95))
+    return out
+
+
+def _fit_lbfgs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """show_result.py's fit: one torch LBFGS step (lr 0.1, at most 50 iterations, tolerances 1e-9)
+    from coefficients 0.5, summed soft-label cross-entropy. It stops short of the optimum on rare
+    features, which narrows the bootstrap spread; used so the intervals match Arena-Hard's."""
+    import torch
+    import torch.nn.functional as F
+
+    xt, yt = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
+    w = torch.nn.Parameter(torch.full((x.shape[1],), 0.5))
+    opt = torch.optim.LBFGS([w], lr=0.1, max_iter=50, tolerance_grad=1e-9, tolerance_change=1e-9)
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = F.binary_cross_entropy_with_logits(xt @ w, yt, reduction="sum")
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return w.detach().numpy().astype(float)
+
+
+def _fit_bt(x: np.ndarray, y: np.ndarray, iters: int = 50) -> np.ndarray:
+    """Maximum-likelihood logistic regression without intercept (Newton steps with a tiny ridge for
+    separable resamples), the optimum show_result.py's LBFGS fit approaches."""
+    w = np.zeros(x.shape[1])
+    for _ in range(iters):
+        p = 1 / (1 + np.exp(-(x @ w)))
+        grad = x.T @ (p - y)
+        hess = (x * (p * (1 - p))[:, None]).T @ x + 1e-9 * np.eye(x.shape[1])
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return w
+
+
+def style_controlled(models: Sequence[str], outcomes: Sequence[float], model_meta: Sequence[dict[str, Any]],
+                     base_meta: Sequence[dict[str, Any]], rng: np.random.Generator,
+                     rounds: int = 100) -> tuple[dict[str, Interval], list[float]]:
+    """Per model the style-controlled win rate against the baseline, and the median style coefficients."""
+    m = np.array([_vector(d) for d in model_meta])
+    b = np.array([_vector(d) for d in base_meta])
+    feat = np.zeros_like(m)
+    feat[:, 0] = (m[:, 0] - b[:, 0]) / np.maximum(m[:, 0] + b[:, 0], 1e-12)
+    md, bd = m[:, 1:] / (m[:, :1] + 1), b[:, 1:] / (b[:, :1] + 1)
+    feat[:, 1:] = (md - bd) / (md + bd + 1)
+    sd = feat.std(axis=0, ddof=1) if len(feat) > 1 else np.zeros(feat.shape[1])
+    feat = np.where(sd > 0, (feat - feat.mean(axis=0)) / np.where(sd > 0, sd, 1), 0.0)
+    names = sorted(set(models))
+    onehot = np.zeros((len(models), len(names) + 1))  # last column: the baseline, at -1
+    onehot[np.arange(len(models)), [names.index(x) for x in models]] = 1
+    onehot[:, -1] = -1
+    x = np.hstack([onehot, feat])
+    y = np.asarray(outcomes, dtype=float)
+    try:
+        import torch  # noqa: F401
+        fit = _fit_lbfgs
+    except ImportError:
+        fit = _fit_bt
+    coefs = np.array([fit(x[idx], y[idx]) for idx in (rng.integers(0, len(y), len(y)) for _ in range(rounds))])
+    probs = 1 / (1 + np.exp(-(coefs[:, :len(names)] - coefs[:, len(names):len(names) + 1])))
+    out = {n: Interval(100 * np.quantile(probs[:, i], 0.5), 100 * np.quantile(probs[:, i], 0.05),
+                       100 * np.quantile(probs[:, i], 0.95)) for i, n in enumerate(names)}
+    return out, np.median(coefs[:, len(names) + 1:], axis=0).tolist()
