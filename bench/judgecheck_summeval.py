@@ -1,4 +1,4 @@
-"""The label-free judge check on SummEval's references (issue 13's "label-free on summeval.jsonl").
+"""The label-free judge check on SummEval's references: does the judge prefer an intact reference summary to a corrupted copy?
 
     .venv/bin/python bench/judgecheck_summeval.py --config bench/configs/judgecheck_qwen.yaml [--docs 20] [--limit 5]
 

@@ -191,6 +191,7 @@ def test_gate_names_are_checked_in_dry_run_before_anything_is_paid(tmp_path, ser
     for flag, spec, want in (("--fail-under", "F2=0.5", 'no score "F2"'),
                              ("--fail-under", "model_c:classification:F1=0.5", 'no model "model_c"'),
                              ("--fail-under", "model_a:clasification:F1=0.5", 'did you mean "classification"'),
+                             ("--fail-under", "model_a:F1=0.5", '"model_a" is a model, not a category; write "model_a::F1=0.5"'),
                              ("--fail-under-win-rate", "model_b:model_a=0.4", "no battles")):
         code, out, err, _ = eval_py("--config", str(cfg), "--dry-run", flag, spec)
         assert code == 2 and want in last_line(err), (spec, err[-1500:])

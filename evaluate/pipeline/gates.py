@@ -185,6 +185,10 @@ def check_names(gates: Gates, known: Known) -> None:
         if g.model:
             _name("--fail-under", g.spec, "model", g.model, known.models)
         if g.category and g.category != EVERY:
+            if not g.model and g.category in known.models and g.category not in known.categories:
+                raise InputError(f'--fail-under "{g.spec}": "{g.category}" is a model, not a category; write '
+                                 f'"{g.category}::{g.score}={g.value:g}" for its overall aggregate or '
+                                 f'"{g.category}:CATEGORY:{g.score}={g.value:g}" for one category')
             _name("--fail-under", g.spec, "category", g.category, known.categories)
         _score("--fail-under", g.spec, g.score, known)
     for w in gates.worse:
