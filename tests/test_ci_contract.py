@@ -372,3 +372,15 @@ def test_judge_cache_location(tmp_path, monkeypatch):
     assert judge_cache_path(cfg(True)) == tmp_path / "dir" / "judge_cache.sqlite"
     assert judge_cache_path(cfg("c.sqlite")) == tmp_path / "c.sqlite"  # the config wins over the environment
     assert judge_cache_path(cfg(False)) is None
+
+
+def test_a_metric_option_of_the_wrong_type_names_its_key_path(tmp_path):
+    """metric_options.BERTScore.num_layers: "six" was `invalid literal for int()` without the key path."""
+    cfg = write(tmp_path, category={"classification": {"Metrics": ["BERTScore"]}},
+                metric_options={"BERTScore": {"num_layers": "six"}})
+    for extra in ((), ("--dry-run",)):
+        code, _, err, _ = eval_py("--config", str(cfg), *extra)
+        assert code == 2, err[-1500:]
+        line = last_line(err)
+        assert str(cfg) in line and "metric_options.BERTScore.num_layers" in line and "'six'" in line, line
+    assert not (tmp_path / "out" / "results").exists()
