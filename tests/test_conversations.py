@@ -435,3 +435,48 @@ def test_rating_with_a_reference_needs_one_per_turn(tmp_path, fake_openai, capsy
     assert re.search(r"record 2: turn\(s\) 1 of 2 have no reference", err)
     assert re.search(r"record 4: turn\(s\) 1, 2 of 3 have no reference", err)
     assert "record 1:" not in err and "record 3:" not in err
+
+
+def test_with_a_reference_each_turn_is_judged_against_its_own(tmp_path, fake_openai):
+    targets = json.loads(json.dumps(TARGETS))
+    for rec in targets:
+        if isinstance(rec["target"], str):
+            rec["target"] = [f"reference of turn {k} of record {rec['id']}" for k in range(1, len(rec["turns"]))] \
+                + [rec["target"]]
+    (tmp_path / "targets.json").write_text(json.dumps(targets), encoding="utf-8")
+    fake_openai.reply_fn = judge
+    cfg = chat_config(tmp_path, fake_openai, edit=lambda c: c.update(gpt_with_reference=True,
+                                                                     target_file=str(tmp_path / "targets.json")))
+    assert main(["--config", str(cfg)]) == 0
+    texts = [r.user_text for r in fake_openai.chat_requests()]
+    assert len(texts) == 4 * TURNS
+    turn1 = A[1]["turns"][0]
+    rating = [t for t in texts if "[Assistant's latest reply]" in t
+              and between(t, "[Assistant's latest reply]", "[End of latest reply]") == turn1["assistant"]]
+    assert len(rating) == 1
+    assert between(rating[0], "[Reference reply]", "[End of reference reply]") == "reference of turn 1 of record 2"
+    battle = [t for t in texts if "[User's latest message, the same for both]" in t and turn1["user"] in
+              between(t, "[User's latest message, the same for both]", "[Assistant 1's latest reply]")]
+    assert len(battle) == 2
+    assert all(between(t, "[Reference answer]", "[End of reference answer]") == "reference of turn 1 of record 2"
+               for t in battle)
+    assert all(TARGETS[1]["target"] not in t for t in rating + battle)  # the last turn's reference is not shown
+
+
+def test_two_shards_merged_keep_the_turns(tmp_path, fake_openai):
+    """Sharded conversations merge into the unsharded battle file and results: turns included."""
+    fake_openai.reply_fn = judge
+    cfg = chat_config(tmp_path, fake_openai)
+    assert main(["--config", str(cfg), "--no-charts"]) == 0
+    for i in (1, 2):
+        assert main(["--config", str(cfg), "--shard", f"{i}/2", "--no-charts"]) == 0
+    full = tmp_path / "out"
+    merged = tmp_path / "merged"
+    assert main(["merge", str(merged), str(full / "shard-1-of-2"), str(full / "shard-2-of-2")]) == 0
+    name = "battles/model_a__vs__model_b.json"
+    got, want = (json.loads((d / name).read_text()) for d in (merged, full))
+    assert got["summary"] == want["summary"] and got["summary"]["by_turn"]["3"]["items"] == 3
+    assert sorted(got["items"], key=lambda it: it["id"]) == sorted(want["items"], key=lambda it: it["id"])
+    items = {it["id"]: it for it in json.loads((merged / "results" / "model_b.json").read_text())["items"]}
+    assert [t["assistant"] for t in items["4"]["turns"]] == b_replies(4)
+    assert items["4"]["scores"]["GPT/fidelity@turn3"] == pytest.approx(1.6)
