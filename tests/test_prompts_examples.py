@@ -156,6 +156,23 @@ def test_eval_prompt_placeholders_and_rendering(eval_prompts, lang):
             assert "{" not in entry["prompt"].format(**values).replace("{x}", "").replace("{y}", "")
 
 
+def test_conversation_prompts_rate_the_latest_reply(eval_prompts, lang):
+    """Every entry can rate a conversation's turn: the earlier turns, the latest message and the reply
+    are filled in that order, the steps last (the score token comes next), and the reference variant
+    only adds its block."""
+    for cat, entry in eval_prompts[lang].items():
+        conv, conv_ref = entry["conversation_prompt"], entry["conversation_reference_prompt"]
+        assert fields(conv) == EVAL_FIELDS | {"conversation"}, cat
+        assert fields(conv_ref) == EVAL_FIELDS | {"conversation", "reference"}, cat
+        for metric in entry["metrics"]:
+            rendered = conv_ref.format(conversation="HIST", question="LAST", answer="REPLY", reference="REF",
+                                       metric=entry["metrics"][metric], steps=entry["CoT"][metric])
+            assert rendered.index("HIST") < rendered.index("LAST") < rendered.index("REPLY") < rendered.index("REF")
+            assert rendered.endswith(entry["CoT"][metric]), f"{lang}/{cat}/{metric}"
+        ops = difflib.SequenceMatcher(None, conv.splitlines(), conv_ref.splitlines(), autojunk=False).get_opcodes()
+        assert {op for op, *_ in ops} <= {"equal", "insert"}, f"{lang}/{cat}: {ops}"
+
+
 def test_reference_prompt_only_adds_to_prompt(eval_prompts, lang):
     """`reference_prompt` is `prompt` plus a reference block: nothing removed or reworded."""
     for cat, entry in eval_prompts[lang].items():
@@ -196,8 +213,17 @@ def test_every_metric_in_colossalai_config_file_is_defined(eval_prompts, config_
 
 def test_battle_prompt_shape(battle_prompts, lang):
     b = battle_prompts[lang]
-    assert set(b) == {"id", "system_prompt", "prompt_template", "prompt", "reference_template"}
+    assert set(b) == {"id", "system_prompt", "prompt_template", "prompt", "reference_template",
+                      "conversation_template", "conversation_prompt"}
     assert fields(b["prompt_template"]) == BATTLE_FIELDS
+    assert fields(b["conversation_template"]) == BATTLE_FIELDS | {"conversation_1", "conversation_2"}
+    assert "{" not in b["conversation_prompt"] and "}" not in b["conversation_prompt"]
+    turn = b["conversation_template"].format(conversation_1="C1", conversation_2="C2", question="Q", answer_1="A1",
+                                             answer_2="A2", prompt=b["conversation_prompt"])
+    # each assistant's history before the shared message, both replies after it, the instructions last
+    assert turn.index("C1") < turn.index("C2") < turn.index("Q") < turn.index("A1") < turn.index("A2") \
+        < turn.index(b["conversation_prompt"])
+    assert not re.search(r"\b(10|[1-9]) (10|[1-9])\b", b["conversation_prompt"])
     assert fields(b["reference_template"]) == {"reference"}
     for key in ("system_prompt", "prompt"):
         assert "{" not in b[key] and "}" not in b[key], f"battle_prompt_{lang}.json: braces in {key}"

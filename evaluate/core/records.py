@@ -6,6 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+TURN_MARK = "@turn"
+
+
+def turn_key(name: str, k: int) -> str:
+    """The score name of turn `k` of a conversation (`relevance@turn2`); `name` alone is the whole
+    conversation. The "@" makes it a variant of `name` wherever scores are grouped (stats, report)."""
+    return f"{name}{TURN_MARK}{k}"
+
 
 @dataclass(frozen=True)
 class Turn:

@@ -27,6 +27,11 @@ The hooks, in the order the runner calls them:
 - `score_run(ctx, categories)`: run-wide work after every model was scored (battles); returns
   the files it wrote.
 
+A family says what it does with a conversation record (several user turns, each with the model's
+reply) in `conversations`, one line shown in the plan and the README: the GPT family judges each
+turn, Metrics scores the last reply. A family that leaves it empty never sees one: a category that
+lists it and holds conversations is refused at load, so no family joins the turns silently.
+
 A family that asks the judge says so (`uses_judge(ctx)`): the judge's requests are then collected
 for `--dry-run`'s cost, `--export-requests` and batch prefetch without any list of family names.
 
@@ -124,6 +129,7 @@ class Family:
     Options: ClassVar[type] = NoOptions
     scale: ClassVar[tuple[float, float] | None] = None  # the range of its scores (None: unbounded)
     run_independent: ClassVar[bool] = False  # score_run reads only the answers, not score's outputs
+    conversations: ClassVar[str] = ""  # what it scores for a conversation; "" refuses categories that hold one
 
     def uses_judge(self, ctx: Context) -> bool:
         """Whether this family sends requests to the run's judge (with these options)."""

@@ -9,6 +9,11 @@
   `battles/` with win/tie/loss/invalid counts, win rate and CI, order-flip rate, per category, and
   a Bradley-Terry ranking when there are more than two models. The charts of `battles/` are drawn
   from those files (`evaluate/charts.py`).
+- Conversations: rated and battled turn by turn (`evaluate.judges.rating`, `.battle`): the judge of
+  turn k sees the setup and turns 1..k-1 and grades (or compares) the turn-k reply. Scores are
+  `GPT/<metric>@turn<k>` and `GPT/<metric>` for the whole conversation (the mean of its turns,
+  invalid when any turn is). A category with conversations needs the prompt files' conversation
+  templates; without them it is refused at load.
 """
 
 from __future__ import annotations
@@ -18,7 +23,11 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_json, clean_json, safe_name
+from ..core.records import TURN_MARK, Record
 from .base import Context, Family, FamilyOutput, register_family
+
+PER_TURN = ("each turn: the judge sees the setup and the earlier turns and grades (or compares) that turn's reply; "
+            "GPT/<metric>@turn<k> per turn, GPT/<metric> the mean of the turns (invalid when any turn is)")
 
 
 def eval_prompt_path(cfg) -> Path:
@@ -48,6 +57,21 @@ def battle_prompt(ctx: Context):
     return _memo_load(ctx, "battle prompt", battle_prompt_path(ctx.cfg), load_battle_prompt)
 
 
+def judged_units(record: Record) -> int:
+    """Judge requests per metric (rating) or per order (battle): one per turn of a conversation."""
+    return len(record.turns) or 1
+
+
+def all_replies(record: Record) -> str:
+    """Everything the model wrote for a record (a conversation's replies one after the other): what
+    the length and style controls of a battle measure, since its verdict is over every turn."""
+    return "\n\n".join(t.assistant for t in record.turns) if record.turns else record.output
+
+
+def _conversation_in(ctx: Context, category: str) -> Record | None:
+    return next((r for s in ctx.sets[:1] for r in s.records if r.category == category and r.turns), None)
+
+
 def wants_battle(ctx: Context) -> bool:
     return len(ctx.sets) >= 2 and ctx.cfg.battle is not False
 
@@ -75,6 +99,7 @@ class GPTFamily(Family):
     name = "GPT"
     scale = (1.0, 5.0)
     run_independent = True  # battles read the answers only
+    conversations = PER_TURN
 
     def uses_judge(self, ctx):
         return True
@@ -90,37 +115,63 @@ class GPTFamily(Family):
         except InputError as exc:
             return [f"{where}: {exc}"]
         missing = prompts.missing_metrics(category, names)
-        if not missing:
+        conv = _conversation_in(ctx, category)
+        if not missing and conv is None:
             return []
         entry = prompts.entry_for(category)
         which = f'its entry "{category}"' if not getattr(entry, "fallback", False) else \
             f'the "general" entry (the file has no entry for "{category}")'
-        return [f'{where}: GPT metric "{m}" is not defined in {which} of {prompts.path}; add its definition '
-                f'and evaluation steps there (known: {", ".join(entry.metrics)})' for m in missing]
+        problems = [f'{where}: GPT metric "{m}" is not defined in {which} of {prompts.path}; add its definition '
+                    f'and evaluation steps there (known: {", ".join(entry.metrics)})' for m in missing]
+        if conv is not None and entry.conversation_prompt is None:
+            problems.append(f'{where}: category "{category}" holds conversations ({ctx.sets[0].path}: record '
+                            f'{conv.id}, {len(conv.turns)} turns) and {which} of {prompts.path} has no '
+                            '"conversation_prompt" to rate a turn with; add one with {conversation} {question} '
+                            "{answer} {metric} {steps} (see prompts/README.md), or use the project's prompts/")
+        return problems
 
     def validate_run(self, ctx, categories):
         problems = []
         if wants_battle(ctx) and any("GPT" in f for f in categories.values()):
             try:
-                battle_prompt(ctx)
+                prompt = battle_prompt(ctx)
             except InputError as exc:
                 problems.append(f"battle prompt: {exc}")
+            else:
+                conv = next((r for r in ctx.sets[0].records if r.turns and "GPT" in categories.get(r.category, {})),
+                            None)
+                if conv is not None and prompt.conversation_template is None:
+                    problems.append(f'battle prompt: {prompt.path}: no "conversation_template", and category '
+                                    f'"{conv.category}" holds conversations ({ctx.sets[0].path}: record {conv.id}, '
+                                    f"{len(conv.turns)} turns); add one with {{conversation_1}} {{conversation_2}} "
+                                    "{question} {answer_1} {answer_2} {prompt} (see prompts/README.md), use the "
+                                    "project's prompts/, or set battle: false")
         if ctx.cfg.gpt_with_reference:
+            from ..judges.rating import turns_without_reference
+
             for s in ctx.sets:
-                no_ref = [r.id for r in s.records if r.category in categories and "GPT" in categories[r.category]
-                          and not r.targets]
+                judged = [r for r in s.records if r.category in categories and "GPT" in categories[r.category]]
+                no_ref = [r.id for r in judged if not r.turns and not r.targets]
                 if no_ref:
                     problems.append(f"--gpt_with_reference: {s.path}: records without a target: "
                                     f"{', '.join(no_ref[:10])}{' ...' if len(no_ref) > 10 else ''}")
+                problems.extend(turns_without_reference([r for r in judged if r.turns],
+                                                        f"--gpt_with_reference: {s.path}"))
         return problems
 
     def plan(self, ctx, category, names, n_items):
-        return {"scores": n_items * len(names), "judge_calls": n_items * len(names)}
+        """Per model: a conversation asks one request per turn and metric, and has a score per turn
+        and one for the whole (the models share the records' ids and turns, checked at load)."""
+        recs = [r for r in ctx.sets[0].records if r.category == category] if ctx.sets else []
+        if len(recs) != n_items:
+            return {"scores": n_items * len(names), "judge_calls": n_items * len(names)}
+        calls = sum(judged_units(r) for r in recs) * len(names)
+        return {"scores": calls + sum(1 for r in recs if r.turns) * len(names), "judge_calls": calls}
 
     def plan_run(self, ctx, categories):
         if not wants_battle(ctx):
             return {}
-        n = sum(1 for r in ctx.sets[0].records if "GPT" in categories.get(r.category, {}))
+        n = sum(judged_units(r) for r in ctx.sets[0].records if "GPT" in categories.get(r.category, {}))
         pairs = len(ctx.sets) * (len(ctx.sets) - 1) // 2
         return {"battle_calls": n * pairs * (2 if ctx.cfg.judge.both_orders else 1)}
 
@@ -128,7 +179,11 @@ class GPTFamily(Family):
         judge = rating_judge(ctx)
         items = judge.rate(records, names)
         sig = judge.signature()
-        return FamilyOutput(items=items, signatures={n: {**sig, "metric": n} for n in names})
+        signatures = {n: {**sig, "metric": n} for n in names}
+        for key in sorted({k for it in items for k in (*it.scores, *it.invalid) if TURN_MARK in k}):
+            metric, _, turn = key.rpartition(TURN_MARK)
+            signatures[key] = {**sig, "metric": metric, "turn": int(turn), "conversation": PER_TURN}
+        return FamilyOutput(items=items, signatures=signatures)
 
     def score_run(self, ctx, categories) -> dict[str, Any] | None:
         """Battles between every pair of models, per category and overall."""
@@ -143,7 +198,7 @@ class GPTFamily(Family):
         ctx.log(f"battle: {len(answers)} models, {len(next(iter(answers.values())))} questions, "
                 f"{'both orders' if ctx.cfg.judge.both_orders else 'one order'}")
         results = judge.run(answers)
-        outputs = {name: {r.id: r.output for r in recs} for name, recs in answers.items()}
+        outputs = {name: {r.id: all_replies(r) for r in recs} for name, recs in answers.items()}
         written = []
         for res in results:
             data = res.to_dict()

@@ -3,6 +3,11 @@
 Options per metric come from the config's `metric_options: {METRIC: {option: value}}`; each
 metric checks its own options when it is built, which the config does at load for every metric
 named there (used or not), so a typo is refused before anything runs.
+
+A conversation is scored on its last reply against the last turn's reference (`Record.output` and
+`Record.targets` are the last turn's), with the user's last message as the source; earlier turns
+are not scored. Each of its scores says so in the item's details (`turn`, `of`, `scored`), so a
+conversation's BLEU is never read as the BLEU of all its replies joined.
 """
 
 from __future__ import annotations
@@ -48,10 +53,14 @@ def _with_key_path(where: str, message: str) -> str:
     return f"{where}.{m.group(1)}: {m.group(2)}" if m else f"{where}: {message}"
 
 
+LAST_TURN = "the last reply, against the last turn's reference; earlier turns are not scored"
+
+
 @register_family
 class MetricsFamily(Family):
     name = "Metrics"
     scale = (0.0, 1.0)
+    conversations = LAST_TURN
 
     def validate(self, ctx, category, names, where, *, used):
         return [METRICS.unknown_message(name, f"{where}[{i}]") for i, name in enumerate(names) if name not in METRICS]
@@ -73,9 +82,10 @@ class MetricsFamily(Family):
             if metric.needs_reference:
                 missing = [i for i in idx if not records[i].targets]
                 for i in missing:
+                    what = (f"the last turn (turn {len(records[i].turns)}) of record {records[i].id} has none"
+                            if records[i].turns else f"record {records[i].id} has no target")
                     for sub in metric.sub_scores:
-                        items[i].invalid[sub] = Invalid(reason=f"{metric.name} needs a reference and record "
-                                                               f"{records[i].id} has no target")
+                        items[i].invalid[sub] = Invalid(reason=f"{metric.name} needs a reference and {what}")
                 idx = [i for i in idx if records[i].targets]
             if not idx:
                 continue
@@ -89,4 +99,8 @@ class MetricsFamily(Family):
                 out.signatures[sub] = sig
             if not str(sig.get("aggregate", "mean")).startswith("mean"):  # e.g. corpus BLEU / chrF
                 out.corpus.update(metric.aggregate(inputs, per_item))
+        for record, item in zip(records, items):
+            if record.turns:
+                for sub in (*item.scores, *item.invalid):
+                    item.details[sub] = {"turn": len(record.turns), "of": len(record.turns), "scored": LAST_TURN}
         return out

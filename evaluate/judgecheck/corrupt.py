@@ -127,10 +127,12 @@ def sanity_pairs(sets: Sequence[Any], categories: Sequence[str], *, limit: int |
                  language: str, use_reference: bool) -> tuple[list[SanityPair], dict[str, int]]:
     """Up to `limit` pairs per corruption (all applicable ones when None), seeded, taken from the
     categories in turn so that a handful of pairs covers them all. Returns the pairs and, per
-    corruption, how many candidate texts it could not be applied to."""
+    corruption, how many candidate texts it could not be applied to. Conversations are left out: a
+    pair judges one answer to one question, and a corrupted last reply shown without its earlier
+    turns would test the judge on a question nobody asked."""
     cands: dict[str, list[tuple[Record, str, str]]] = {c: [] for c in categories}
     for r in sets[0].records:
-        if r.category not in cands:
+        if r.category not in cands or r.turns:
             continue
         ref = next((t for t in r.targets if t.strip()), None)
         if use_reference and ref:

@@ -34,6 +34,18 @@ its orders of weighted(A) - weighted(B), so position bias cancels in magnitude r
 the item into a tie. They are reported beside the parsed verdicts (``summary()["weighted"]``),
 which stay the headline counts.
 
+Conversations: a record with turns is judged turn by turn. Turn k's request fills the battle
+prompt's ``conversation_template``: each assistant's own conversation up to turn k-1 (the setup,
+the shared user messages, that model's earlier replies) as ``{conversation_1}`` /
+``{conversation_2}``, the user's turn-k message as ``{question}`` and both turn-k replies as
+``{answer_1}`` / ``{answer_2}``; in the swapped order each conversation moves with its answer. Each
+turn is decided like a one-turn item (``BattleItem.turns``, each with its ``turn`` number). The
+item's own verdict is the whole conversation: the model that won more turns wins it (a turn tie
+counts for neither), equal counts are a tie, and any invalid turn makes the item invalid. Win
+rates are over items (one per conversation); ``summary()["by_turn"]`` has each turn's own counts,
+and the position statistics (flips, first-position wins) are over the turn judgments, where the
+orders are.
+
 Per pair: wins / ties / losses (from A's side) / invalid; **win rate = (wins + ties / 2) / decided
 items** (ties count half); a 95% **Wilson score interval** on that rate (treating a tie as half a
 success; a tie has less variance than a coin flip, so the interval is slightly conservative);
@@ -55,7 +67,8 @@ from ..core.records import Record
 from ..stats.intervals import wilson_interval as stats_wilson
 from .dispatch import complete_all
 from .parsing import parse_pair, weighted_pair
-from .prompts import BattlePrompt, fill
+from .prompts import BattlePrompt, fill, render_history
+from .rating import references_text, turns_without_reference
 
 SCALE = (1, 10)
 TOP_LOGPROBS = 20
@@ -90,22 +103,42 @@ class OrderJudgment:
                 "raw": self.raw, "reason": self.reason, "request": self.request}
 
 
+    @classmethod
+    def from_dict(cls, o: dict[str, Any]) -> "OrderJudgment":
+        return cls(order=o["order"], verdict=o["verdict"], scores=tuple(o["scores"]) if o.get("scores") else None,
+                   raw=o.get("raw", ""), weighted=tuple(o["weighted_scores"]) if o.get("weighted_scores") else None,
+                   reason=o.get("reason", ""), request=o.get("request", ""))
+
+
 @dataclass
 class BattleItem:
+    """One record's verdict. A conversation's item holds one BattleItem per turn (`turns`, each with
+    its `turn` number and orders) and has no orders of its own; its verdict is the whole conversation."""
+
     id: str
     verdict: str  # "A" | "B" | "tie" | "invalid"
     orders: list[OrderJudgment]
     inconsistent: bool = False
     flipped: bool = False
     category: str = ""
+    turn: int | None = None
+    turns: list["BattleItem"] = field(default_factory=list)
 
     @property
     def weighted_margin(self) -> float | None:
         """Mean over the orders of weighted(A) - weighted(B); None unless every order has
-        probability-weighted scores (a margin from one order would keep its position bias)."""
+        probability-weighted scores (a margin from one order would keep its position bias).
+        A conversation: the mean of its turns' margins, None unless every turn has one."""
+        if self.turns:
+            margins = [t.weighted_margin for t in self.turns]
+            return None if any(m is None for m in margins) else sum(margins) / len(margins)  # type: ignore[arg-type]
         if not self.orders or any(o.weighted is None or o.verdict == "invalid" for o in self.orders):
             return None
         return sum(o.weighted[0] - o.weighted[1] for o in self.orders) / len(self.orders)
+
+    def judgments(self) -> list["BattleItem"]:
+        """The items that hold orders: the turns of a conversation, else the item itself."""
+        return self.turns or [self]
 
     @property
     def weighted_verdict(self) -> str | None:
@@ -114,10 +147,23 @@ class BattleItem:
 
     def to_dict(self) -> dict[str, Any]:
         m = self.weighted_margin
-        return {"id": self.id, "category": self.category, "verdict": self.verdict,
-                "weighted_verdict": self.weighted_verdict, "weighted_margin": None if m is None else round(m, 4),
-                "inconsistent": self.inconsistent, "flipped": self.flipped,
-                "orders": [o.to_dict() for o in self.orders]}
+        out = {"id": self.id, "category": self.category, "verdict": self.verdict,
+               "weighted_verdict": self.weighted_verdict, "weighted_margin": None if m is None else round(m, 4),
+               "inconsistent": self.inconsistent, "flipped": self.flipped,
+               "orders": [o.to_dict() for o in self.orders]}
+        if self.turn is not None:
+            out = {"turn": self.turn, **out}
+        if self.turns:
+            out["turns"] = [t.to_dict() for t in self.turns]
+        return out
+
+    @classmethod
+    def from_dict(cls, it: dict[str, Any]) -> "BattleItem":
+        """An item as a battle file holds it (shards are merged from their files)."""
+        return cls(id=str(it["id"]), verdict=it["verdict"], orders=[OrderJudgment.from_dict(o) for o in it["orders"]],
+                   inconsistent=it.get("inconsistent", False), flipped=it.get("flipped", False),
+                   category=it.get("category", ""), turn=it.get("turn"),
+                   turns=[cls.from_dict(t) for t in it.get("turns") or []])
 
 
 @dataclass
@@ -159,13 +205,14 @@ class BattleResult:
         return wilson_interval(self.wins + self.ties / 2, self.wins + self.ties + self.losses)
 
     def summary(self) -> dict[str, Any]:
-        both_valid = [it for it in self.items if len(it.orders) == 2
+        judged = [j for it in self.items for j in it.judgments()]  # where the orders are
+        both_valid = [it for it in judged if len(it.orders) == 2
                       and all(o.verdict != "invalid" for o in it.orders)]
         flips = sum(it.flipped for it in both_valid)
         inconsistent = sum(it.inconsistent for it in both_valid)
-        decisive = [o for it in self.items for o in it.orders if o.verdict in ("A", "B")]
+        decisive = [o for it in judged for o in it.orders if o.verdict in ("A", "B")]
         first_wins = sum(1 for o in decisive if o.verdict == o.order[0])
-        one_bad = sum(1 for it in self.items if len(it.orders) == 2
+        one_bad = sum(1 for it in judged if len(it.orders) == 2
                       and sum(o.verdict == "invalid" for o in it.orders) == 1)
         lo, hi = self.win_rate_ci
         wv = [it.weighted_verdict for it in self.items if it.weighted_verdict is not None]
@@ -189,7 +236,19 @@ class BattleResult:
             "one_order_invalid": one_bad,
             "first_position_win_rate": first_wins / len(decisive) if decisive else math.nan,
             "weighted": weighted,
+            **self._by_turn(),
         }
+
+    def _by_turn(self) -> dict[str, Any]:
+        """Each turn's own counts when there are conversations (nothing for one-turn battles)."""
+        turns = sorted({t.turn for it in self.items for t in it.turns if t.turn is not None})
+        if not turns:
+            return {}
+        return {"turn_judgments": sum(len(it.turns) for it in self.items),
+                "by_turn": {str(k): BattleResult(self.model_a, self.model_b,
+                                                 [t for it in self.items for t in it.turns if t.turn == k],
+                                                 self.both_orders).summary() for k in turns},
+                "conversation_rule": CONVERSATION_RULE}
 
     def to_dict(self) -> dict[str, Any]:
         return {"summary": self.summary(), "signature": self.signature,
@@ -222,7 +281,8 @@ def _match(a: Sequence[Record], b: Sequence[Record], name_a: str, name_b: str,
                          + "; ".join(parts) + ")")
     pairs = [(ia[i], ib[i]) for i in ia if i in ib]
     for ra, rb in pairs:
-        if ra.question.strip() != rb.question.strip():
+        if [u.strip() for u in ra.user_turns()] != [u.strip() for u in rb.user_turns()] or \
+                len(ra.turns) != len(rb.turns):
             raise InputError(f'battle "{name_a}" vs "{name_b}": record id {ra.id} has different questions'
                              f" ({ra.question[:60]!r} vs {rb.question[:60]!r})")
     if not pairs:
@@ -253,6 +313,20 @@ def _judge_order(order: str, comp: Completion, request: JudgeRequest) -> OrderJu
     weighted = None if w is None else (w if order == "AB" else (w[1], w[0]))
     return OrderJudgment(order=order, verdict=_verdict(a, b), scores=(a, b), raw=comp.text, request=request.key(),
                          weighted=weighted)
+
+
+CONVERSATION_RULE = ("a conversation is one item: the model that won more turns wins it, equal counts are a tie, "
+                     "an invalid turn makes it invalid; flips and first-position wins are over the turn judgments")
+
+
+def _combine_turns(item_id: str, category: str, turns: list[BattleItem]) -> BattleItem:
+    """The whole conversation from its turns (CONVERSATION_RULE)."""
+    if any(t.verdict == "invalid" for t in turns):
+        return BattleItem(id=item_id, verdict="invalid", orders=[], category=category, turns=turns)
+    margin = sum(1 if t.verdict == "A" else -1 if t.verdict == "B" else 0 for t in turns)
+    verdict = "A" if margin > 0 else "B" if margin < 0 else "tie"
+    return BattleItem(id=item_id, verdict=verdict, orders=[], category=category, turns=turns,
+                      inconsistent=any(t.inconsistent for t in turns), flipped=any(t.flipped for t in turns))
 
 
 def _combine(item_id: str, category: str, orders: list[OrderJudgment]) -> BattleItem:
@@ -301,9 +375,36 @@ class BattleJudge:
         block = fill(self.prompt.reference_template or REFERENCE_BLOCK[self.language], reference=reference)
         return f"{ra.question}\n\n{block}"
 
+    def _turn_question(self, ra: Record, rb: Record, k: int) -> str:
+        """Turn k's user message, with that turn's reference after it when judging with one."""
+        question = ra.turns[k - 1].user
+        if not self.with_reference:
+            return question
+        reference = references_text(ra.turns[k - 1].references or rb.turns[k - 1].references)
+        block = fill(self.prompt.reference_template or REFERENCE_BLOCK[self.language], reference=reference)
+        return f"{question}\n\n{block}"
+
+    def _check_conversations(self, matched: list[list[tuple[Record, Record]]]) -> None:
+        """Refused before any call: a battle prompt without a conversation template, and (with a
+        reference) a conversation turn without one."""
+        convs = [ra for items in matched for ra, _ in items if ra.turns]
+        if not convs:
+            return
+        problems = []
+        if self.prompt.conversation_template is None:
+            r = convs[0]
+            problems.append(f'{self.prompt.path}: no "conversation_template", and category "{r.category}" holds '
+                            f"conversations (record {r.id}: {len(r.turns)} turns); add one with {{conversation_1}} "
+                            "{conversation_2} {question} {answer_1} {answer_2} {prompt} (see prompts/README.md), "
+                            "or use the project's prompts/")
+        if self.with_reference:
+            problems.extend(turns_without_reference(list({r.id: r for r in convs}.values()), "battle with reference"))
+        if problems:
+            raise InputError("\n".join(problems))
+
     def _check_references(self, pairs: Sequence[tuple[str, str]], matched: list[list[tuple[Record, Record]]]) -> None:
         lacking = sorted({ra.id for items in matched for ra, rb in items
-                          if not any(t.strip() for t in (ra.targets or rb.targets))})
+                          if not ra.turns and not any(t.strip() for t in (ra.targets or rb.targets))})
         if lacking:
             shown = ", ".join(lacking[:10]) + (f" and {len(lacking) - 10} more" if len(lacking) > 10 else "")
             raise InputError(f"battle with reference: record(s) {shown} have no target answer")
@@ -313,11 +414,30 @@ class BattleJudge:
                     raise InputError(f'battle "{a}" vs "{b}": record id {ra.id} has different targets')
 
     def _request(self, question: str, first: str, second: str) -> JudgeRequest:
+        return self._chat(self.prompt.render(question, first, second))
+
+    def _chat(self, user: str) -> JudgeRequest:
         # top log-probabilities when the backend has them: the probability-weighted scores
         # (`weighted_scores`) are read from the positions where the reply writes its two numbers
         top = TOP_LOGPROBS if self.backend.supports_logprobs else 0
-        return JudgeRequest.chat(self.prompt.system_prompt or None, self.prompt.render(question, first, second),
+        return JudgeRequest.chat(self.prompt.system_prompt or None, user,
                                  max_tokens=self.max_tokens, temperature=0.0, top_logprobs=top)
+
+    def _turn_request(self, ra: Record, rb: Record, k: int, order: str) -> JudgeRequest:
+        """Turn k of a conversation in one order: each assistant's earlier turns travel with its reply."""
+        sides = [(ra, rb), (rb, ra)][order == "BA"]
+        history = [render_history(r.instruction, r.turns[:k - 1], self.language) for r in sides]
+        return self._chat(self.prompt.render_conversation(history[0], history[1], self._turn_question(ra, rb, k),
+                                                          sides[0].turns[k - 1].assistant,
+                                                          sides[1].turns[k - 1].assistant))
+
+    def _requests(self, ra: Record, rb: Record, orders: Sequence[str]) -> list[JudgeRequest]:
+        """One record's requests: per order; for a conversation per turn, then per order."""
+        if ra.turns:
+            return [self._turn_request(ra, rb, k, order) for k in range(1, len(ra.turns) + 1) for order in orders]
+        question = self._question(ra, rb)
+        return [self._request(question, *((ra.output, rb.output) if order == "AB" else (rb.output, ra.output)))
+                for order in orders]
 
     def run(self, answers: Mapping[str, Sequence[Record]], pairs: Sequence[tuple[str, str]] | None = None,
             progress: ProgressFn | None = None) -> list[BattleResult]:
@@ -332,16 +452,14 @@ class BattleJudge:
             if a == b:
                 raise InputError(f'battle: model "{a}" cannot battle itself')
         matched = [_match(answers[a], answers[b], a, b, self.allow_unmatched) for a, b in pairs]
+        self._check_conversations(matched)
         if self.with_reference:
             self._check_references(pairs, matched)
         orders = ("AB", "BA") if self.both_orders else ("AB",)
         requests: list[JudgeRequest] = []
         for items in matched:
             for ra, rb in items:
-                question = self._question(ra, rb)
-                for order in orders:
-                    first, second = (ra.output, rb.output) if order == "AB" else (rb.output, ra.output)
-                    requests.append(self._request(question, first, second))
+                requests.extend(self._requests(ra, rb, orders))
         completions = iter(complete_all(self.backend, requests, progress))
         req_iter = iter(requests)
         sig = self.signature()
@@ -349,6 +467,14 @@ class BattleJudge:
         for (a, b), items in zip(pairs, matched):
             battle_items = []
             for ra, _ in items:
+                if ra.turns:
+                    turns = []
+                    for k in range(1, len(ra.turns) + 1):
+                        judged = [_judge_order(order, next(completions), next(req_iter)) for order in orders]
+                        turns.append(_combine(ra.id, ra.category, judged))
+                        turns[-1].turn = k
+                    battle_items.append(_combine_turns(ra.id, ra.category, turns))
+                    continue
                 judged = [_judge_order(order, next(completions), next(req_iter)) for order in orders]
                 battle_items.append(_combine(ra.id, ra.category, judged))
             results.append(BattleResult(model_a=a, model_b=b, items=battle_items, both_orders=self.both_orders,

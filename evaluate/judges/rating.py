@@ -22,6 +22,17 @@ Modes
 - ``generate``: the judge writes its score on the first line (``parse_rating``), with up to
   ``max_tokens`` tokens for an explanation.
 
+Conversations
+-------------
+A record with turns is rated turn by turn: turn k's request fills the entry's
+``conversation_prompt`` (``conversation_reference_prompt`` with a reference) with the setup and
+turns 1..k-1 as ``{conversation}`` (the model's own earlier replies, ``render_history``), the
+user's turn-k message as ``{question}`` and the turn-k reply as ``{answer}``. Scores go under
+``metric@turnK``; ``metric`` itself is the whole conversation: the mean of its turns, invalid when
+any turn is (the turn and its reason named; an invalid turn is never averaged in). An entry without
+``conversation_prompt`` is refused before any call: a template written for one question would show
+the judge a conversation it was not worded for.
+
 Both modes send the same messages (so a mode switch changes only the decoding): the filled
 template as the user message; as the system message the entry's or caller's system prompt, then
 a short instruction of the reply format (first line: only the score).
@@ -39,11 +50,11 @@ from typing import Any, Mapping, Sequence
 
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
 from ..core.errors import InputError
-from ..core.records import Record
+from ..core.records import Record, Turn, turn_key
 from ..core.scores import Invalid, ItemScores
 from .dispatch import complete_all
 from .parsing import metric_labels, parse_rating, score_from_top_logprobs
-from .prompts import EvaluationPrompts, PromptEntry, fill
+from .prompts import EvaluationPrompts, PromptEntry, fill, render_history
 
 MODES = ("auto", "logprobs", "generate")
 LANGUAGES = ("en", "cn")
@@ -61,9 +72,17 @@ REFERENCE_BLOCK = {
 
 
 def _references(record: Record) -> str:
-    if len(record.targets) == 1:
-        return record.targets[0]
-    return "\n\n".join(f"[{i}] {t}" for i, t in enumerate(record.targets, 1))
+    return references_text(record.targets)
+
+
+def references_text(targets: Sequence[str]) -> str:
+    """One reference as it is; several numbered, each on its own."""
+    if len(targets) == 1:
+        return targets[0]
+    return "\n\n".join(f"[{i}] {t}" for i, t in enumerate(targets, 1))
+
+
+WHOLE_RULE = "mean of the turns' scores; invalid when any turn is invalid"
 
 
 class RatingJudge:
@@ -138,8 +157,11 @@ class RatingJudge:
         text = "\n\n".join(p for p in parts if p)
         return text or None
 
-    def build_prompt(self, entry: PromptEntry, record: Record, metric: str) -> str:
-        """The user message for one record and metric."""
+    def build_prompt(self, entry: PromptEntry, record: Record, metric: str, turn: int | None = None) -> str:
+        """The user message for one record and metric (for a conversation: for one turn, the last
+        by default)."""
+        if record.turns:
+            return self._conversation_prompt(entry, record, metric, turn or len(record.turns))
         values = {"question": record.question, "metric": entry.metrics[metric], "steps": entry.cot[metric]}
         if not self.with_reference:
             return fill(entry.prompt, answer=record.output, **values)
@@ -150,8 +172,24 @@ class RatingJudge:
         block = fill(REFERENCE_BLOCK[self.language], reference=reference)
         return fill(entry.prompt, answer=record.output + block, **values)
 
-    def _request(self, entry: PromptEntry, record: Record, metric: str) -> JudgeRequest:
-        user = self.build_prompt(entry, record, metric)
+    def _conversation_prompt(self, entry: PromptEntry, record: Record, metric: str, k: int) -> str:
+        """Turn k: the setup and turns 1..k-1 as the judge's context, turn k's message and reply rated."""
+        if entry.conversation_prompt is None:
+            raise InputError(_no_conversation_prompt(self.prompts, entry, record))
+        turn = record.turns[k - 1]
+        values = {"conversation": render_history(record.instruction, record.turns[:k - 1], self.language),
+                  "question": turn.user, "metric": entry.metrics[metric], "steps": entry.cot[metric]}
+        if not self.with_reference:
+            return fill(entry.conversation_prompt, answer=turn.assistant, **values)
+        reference = references_text(turn.references)
+        if entry.conversation_reference_prompt is not None:
+            return fill(entry.conversation_reference_prompt, answer=turn.assistant, reference=reference,
+                        target=reference, **values)
+        block = fill(REFERENCE_BLOCK[self.language], reference=reference)
+        return fill(entry.conversation_prompt, answer=turn.assistant + block, **values)
+
+    def _request(self, entry: PromptEntry, record: Record, metric: str, turn: int | None = None) -> JudgeRequest:
+        user = self.build_prompt(entry, record, metric, turn)
         if self.mode == "logprobs":
             return JudgeRequest.chat(self._system(entry), user, max_tokens=1, temperature=0.0,
                                      top_logprobs=self.top_logprobs)
@@ -166,11 +204,19 @@ class RatingJudge:
                     seen.add((record.category, m))
                     problems.append(f'{self.prompts.path}: no definition and CoT steps for metric "{m}"'
                                     f' of category "{record.category}"')
+        for record, metrics in zip(records, per_record):
+            entry = self.prompts.entry_for(record.category) if record.turns and metrics else None
+            if entry is not None and entry.conversation_prompt is None and (record.category, "") not in seen:
+                seen.add((record.category, ""))
+                problems.append(_no_conversation_prompt(self.prompts, entry, record))
         if self.with_reference:
-            lacking = [r.id for r, ms in zip(records, per_record) if ms and not any(t.strip() for t in r.targets)]
+            lacking = [r.id for r, ms in zip(records, per_record) if ms and not r.turns
+                       and not any(t.strip() for t in r.targets)]
             if lacking:
                 shown = ", ".join(lacking[:10]) + (f" and {len(lacking) - 10} more" if len(lacking) > 10 else "")
                 problems.append(f"rating with reference: record(s) {shown} have no target answer")
+            problems.extend(turns_without_reference([r for r, ms in zip(records, per_record) if ms and r.turns],
+                                                    "rating with reference"))
         if problems:
             raise InputError("\n".join(problems))
 
@@ -180,27 +226,35 @@ class RatingJudge:
              progress: ProgressFn | None = None) -> list[ItemScores]:
         per_record = [self._metrics_for(r.category, metrics) for r in records]
         self._check(records, per_record)
-        jobs: list[tuple[int, str, PromptEntry, JudgeRequest]] = []
+        jobs: list[tuple[int, str, int | None, PromptEntry, JudgeRequest]] = []
         for i, (record, ms) in enumerate(zip(records, per_record)):
             entry = self.prompts.entry_for(record.category)
             for m in ms:
-                jobs.append((i, m, entry, self._request(entry, record, m)))
-        completions = complete_all(self.backend, [job[3] for job in jobs], progress)
+                for k in range(1, len(record.turns) + 1) if record.turns else (None,):
+                    jobs.append((i, m, k, entry, self._request(entry, record, m, k)))
+        completions = complete_all(self.backend, [job[4] for job in jobs], progress)
         out = [ItemScores() for _ in records]
-        for (i, metric, entry, request), comp in zip(jobs, completions):
-            self._score(out[i], metric, entry, request, comp, _shown(records[i]))
+        for (i, metric, k, entry, request), comp in zip(jobs, completions):
+            key = metric if k is None else turn_key(metric, k)
+            self._score(out[i], metric, entry, request, comp, _shown(records[i], k), key=key)
+        for record, ms, item in zip(records, per_record, out):
+            if record.turns:
+                for m in ms:
+                    whole_conversation(item, m, len(record.turns))
         return out
 
     def _score(self, item: ItemScores, metric: str, entry: PromptEntry, request: JudgeRequest,
-               comp: Completion, shown: Sequence[str] = ()) -> None:
+               comp: Completion, shown: Sequence[str] = (), key: str | None = None) -> None:
+        """Parse one reply into `item` under `key` (the metric, or the metric of one turn)."""
+        key = key or metric
         details: dict[str, Any] = {"mode": self.mode, "request": request.key(), "prompt_category": entry.category,
                                    "cached": comp.cached}
         if entry.fallback:
             details["fallback_from"] = entry.requested
-        item.details[metric] = details
+        item.details[key] = details
         if not comp.ok:
             details["raw"] = comp.error
-            item.invalid[metric] = Invalid(reason=f"judge call failed: {comp.error}", raw=comp.error or "")
+            item.invalid[key] = Invalid(reason=f"judge call failed: {comp.error}", raw=comp.error or "")
             return
         if self.mode == "logprobs":
             top = comp.top_logprobs[0] if comp.top_logprobs else {}
@@ -209,23 +263,62 @@ class RatingJudge:
             result = score_from_top_logprobs(top, low=SCALE[0], high=SCALE[1], min_mass=self.min_mass)
             details["score_token_mass"] = result.mass
             if result.ok:
-                item.scores[metric] = result.value
+                item.scores[key] = result.value
             else:
                 reason = result.reason if top else "the judge returned no top log-probabilities"
-                item.invalid[metric] = Invalid(reason=reason, raw=repr(shown))
+                item.invalid[key] = Invalid(reason=reason, raw=repr(shown))
             return
         details["raw"] = comp.text
         labels = metric_labels(metric, entry.metrics.get(metric, ""))
         parsed = parse_rating(comp.text, low=SCALE[0], high=SCALE[1], labels=labels, quoted=shown)
         if parsed.ok:
-            item.scores[metric] = parsed.value
+            item.scores[key] = parsed.value
             details["parsed_by"] = parsed.rule
         else:
-            item.invalid[metric] = Invalid(reason=parsed.reason, raw=comp.text)
+            item.invalid[key] = Invalid(reason=parsed.reason, raw=comp.text)
 
 
-def _shown(record: Record) -> tuple[str, ...]:
+def whole_conversation(item: ItemScores, metric: str, n_turns: int) -> None:
+    """`metric` of a conversation from its turns' scores (WHOLE_RULE): a conversation whose second
+    turn could not be judged has no whole score; the mean of the other turns would be another quantity."""
+    keys = [turn_key(metric, k) for k in range(1, n_turns + 1)]
+    bad = [(k, item.invalid[key]) for k, key in enumerate(keys, 1) if key in item.invalid]
+    item.details[metric] = {"turns": n_turns, "aggregation": WHOLE_RULE}
+    if bad:
+        k, inv = bad[0]
+        more = f" (and {len(bad) - 1} more turn(s))" if len(bad) > 1 else ""
+        item.invalid[metric] = Invalid(reason=f"turn {k} of {n_turns} is invalid{more}: {inv.reason}", raw=inv.raw)
+        return
+    item.scores[metric] = sum(item.scores[key] for key in keys) / n_turns
+
+
+def turns_without_reference(records: Sequence[Record], what: str) -> list[str]:
+    """One problem per conversation with a turn that has no reference: judging with a reference means
+    every turn's judge sees one (give `target` as a list with one entry per turn)."""
+    out = []
+    for r in records:
+        missing = [k for k, t in enumerate(r.turns, 1) if not any(x.strip() for x in t.references)]
+        if missing:
+            out.append(f"{what}: record {r.id}: turn(s) {', '.join(map(str, missing))} of {len(r.turns)} have no "
+                       "reference; give the record's target as a list with one reference per turn")
+    return out
+
+
+def _no_conversation_prompt(prompts: EvaluationPrompts, entry: PromptEntry, record: Record) -> str:
+    via = f' (category "{record.category}" falls back to it)' if entry.fallback else ""
+    return (f'{prompts.path}: entry "{entry.category}"{via} has no "conversation_prompt", and category '
+            f'"{record.category}" holds conversations (record {record.id}: {len(record.turns)} turns); add a '
+            "conversation_prompt with {conversation} {question} {answer} {metric} {steps} to that entry "
+            "(see prompts/README.md), or use the project's prompts/")
+
+
+def _shown(record: Record, turn: int | None = None) -> tuple[str, ...]:
     """The texts a rating prompt shows the judge: a score line found in them is a quotation."""
+    if record.turns:
+        k = turn or len(record.turns)
+        seen: list[Turn] = list(record.turns[:k])
+        return (record.instruction, *(t.user for t in seen), *(t.assistant for t in seen),
+                *record.turns[k - 1].references)
     return (record.output, record.instruction, record.input, *record.targets)
 
 

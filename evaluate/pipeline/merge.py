@@ -94,18 +94,9 @@ def _recompute_corpus(res: ModelResults, keys: dict[str, set[str]], config: dict
 
 
 def _battle_from_dict(data: dict[str, Any], items: list[dict[str, Any]]):
-    from ..judges.battle import BattleItem, BattleResult, OrderJudgment
+    from ..judges.battle import BattleItem, BattleResult
 
-    out = []
-    for it in items:
-        orders = [OrderJudgment(order=o["order"], verdict=o["verdict"],
-                                scores=tuple(o["scores"]) if o.get("scores") else None, raw=o.get("raw", ""),
-                                weighted=tuple(o["weighted_scores"]) if o.get("weighted_scores") else None,
-                                reason=o.get("reason", ""), request=o.get("request", ""))
-                  for o in it["orders"]]
-        out.append(BattleItem(id=str(it["id"]), verdict=it["verdict"], orders=orders,
-                              inconsistent=it.get("inconsistent", False), flipped=it.get("flipped", False),
-                              category=it.get("category", "")))
+    out = [BattleItem.from_dict(it) for it in items]
     s = data["summary"]
     return BattleResult(model_a=s["model_a"], model_b=s["model_b"], items=out, both_orders=s.get("both_orders", True),
                         signature=data.get("signature", {}))

@@ -101,6 +101,7 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     skipped: dict[str, int] = {}
     for cat in sorted(used - set(cfg.categories)):
         skipped[cat] = max(items[s.name].get(cat, 0) for s in sets)
+    problems.extend(conversation_refusals(sets, categories, fam_objs))
     for fam, obj in fam_objs.items():
         problems.extend(obj.validate_run(contexts[fam], categories))
     if problems:
@@ -125,6 +126,27 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
                 skipped=skipped, work=work, options=options)
     return plan, fam_objs
+
+
+def conversation_refusals(sets: list[AnswerSet], categories: dict[str, dict[str, list[str]]],
+                          fam_objs: dict[str, Family]) -> list[str]:
+    """A family that does not say what it scores for a conversation (`Family.conversations`) is not
+    given one: each category that lists it and holds conversations is named, with its first
+    conversation's file and record."""
+    first: dict[str, tuple[AnswerSet, Any]] = {}
+    for s in sets:
+        for r in s.records:
+            if r.turns and r.category in categories and r.category not in first:
+                first[r.category] = (s, r)
+    problems = []
+    for cat, (s, r) in first.items():
+        for fam in categories[cat]:
+            if fam in fam_objs and not fam_objs[fam].conversations:
+                problems.append(f'category.{cat}.{fam}: {fam} scores one question and one answer, and category "{cat}" '
+                                f"holds conversations ({s.path}: record {r.id}, {len(r.turns)} turns); it would have "
+                                f"to join the turns into one text. Score this category with GPT (each turn) or "
+                                f"Metrics (the last turn), or move the conversations to a category without {fam}")
+    return problems
 
 
 def with_scale(signatures: dict[str, dict[str, Any]], family: Family) -> dict[str, dict[str, Any]]:

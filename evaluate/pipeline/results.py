@@ -105,6 +105,22 @@ def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float,
     return agg
 
 
+def item_entry(rec: Record) -> dict[str, Any]:
+    """A record's entry in a result file, before any score. A conversation also carries its `turns`
+    (`user`, `assistant`, `references`); its `output` and `targets` are the last turn's, and
+    `output_sha256` hashes every reply (`Record.answer_text`), so a changed earlier turn drops the
+    scores that were judged after it."""
+    entry: dict[str, Any] = {
+        "id": rec.id, "category": rec.category, "instruction": rec.instruction, "input": rec.input,
+        "output": rec.output, "targets": list(rec.targets), "output_sha256": sha256_text(rec.answer_text()),
+        "flags": ["empty_output"] if not rec.output.strip() else [],
+        "scores": {}, "invalid": {}, "details": {},
+    }
+    if rec.turns:
+        entry["turns"] = [t.to_dict() for t in rec.turns]
+    return entry
+
+
 @dataclass
 class ModelResults:
     """Everything known about one model's answers under one save_path."""
@@ -156,12 +172,7 @@ class ModelResults:
                                  f"({type(exc).__name__}: {str(exc)[:200]}); move the file away or fix it "
                                  "(it was not overwritten)") from None
         for rec in records:
-            entry = {
-                "id": rec.id, "category": rec.category, "instruction": rec.instruction, "input": rec.input,
-                "output": rec.output, "targets": list(rec.targets), "output_sha256": sha256_text(rec.output),
-                "flags": ["empty_output"] if not rec.output.strip() else [],
-                "scores": {}, "invalid": {}, "details": {},
-            }
+            entry = item_entry(rec)
             prev = old.items.get(rec.id) if old else None
             if prev and prev.get("output_sha256") == entry["output_sha256"] and prev.get("category") == rec.category:
                 for k in ("scores", "invalid", "details"):

@@ -379,14 +379,19 @@ def browser_data(data: SaveData) -> dict[str, Any]:
     score keys and the key sets of detail objects by index; empty parts left out.
 
     scored_cats = indices of the categories with a scored or invalid item (the filter offers only those)
-    item = {"id", "c": category index, "q": instruction, "in": input (if any), "t": targets (if any),
-            "o": [output per model or null], "s": [{key index: value} per model],
+    item = {"id", "c": category index, "q": instruction (a conversation's setup), "in": input (if any),
+            "t": targets (if any; a conversation's: the last turn's),
+            "o": [output per model or null] (a conversation's: the last reply),
+            "u": [user message per turn] and "r": [[reply per turn] per model or null] (conversations only),
+            "tr": [[reference, ...] per turn] (conversations with a reference on some turn),
+            "s": [{key index: value} per model],
             "v": [{key index: [reason, raw]} per model] (if any invalid),
             "d": [{key index: [shape index, value, ...]} per model] (if any details),
             "f": [flags per model] (if any)}
     shapes[i] = the keys of a details object, whose values follow its shape index in order.
     battles = [{"a": model index, "b": model index, "items": {id: [verdict, weighted verdict,
-               weighted margin, [verdict, scores, weighted scores, raw, reason?] for AB, then for BA]}}]
+               weighted margin, [verdict, scores, weighted scores, raw, reason?] for AB, then for BA,
+               and for a conversation [[turn, verdict, weighted verdict, weighted margin, AB, BA] per turn]]}}]
     """
     models = data.models
     cats = data.categories
@@ -422,6 +427,8 @@ def browser_data(data: SaveData) -> dict[str, Any]:
                 if it.get("targets"):
                     entry["t"] = it["targets"]
             entry["o"][mi] = it.get("output", "")
+            if isinstance(it.get("turns"), list) and it["turns"]:
+                _conversation(entry, mi, n, it["turns"])
             for k, v in (it.get("scores") or {}).items():
                 if finite(v):
                     entry["s"][mi][key_ix[k]] = round(v, 4)
@@ -448,17 +455,11 @@ def browser_data(data: SaveData) -> dict[str, Any]:
             continue
         b_items = {}
         for it in bt.get("items", []):
-            orders = {o.get("order"): o for o in it.get("orders", [])}
-            row: list[Any] = [it.get("verdict"), it.get("weighted_verdict"), it.get("weighted_margin")]
-            for name in ("AB", "BA"):
-                o = orders.get(name)
-                if o is None:
-                    row.append(None)
-                    continue
-                cell = [o.get("verdict"), o.get("scores"), o.get("weighted_scores"), _cut(o.get("raw", ""))]
-                if o.get("reason"):
-                    cell.append(_cut(o["reason"]))
-                row.append(cell)
+            row: list[Any] = [it.get("verdict"), it.get("weighted_verdict"), it.get("weighted_margin"),
+                              *_order_cells(it)]
+            if it.get("turns"):
+                row.append([[t.get("turn"), t.get("verdict"), t.get("weighted_verdict"), t.get("weighted_margin"),
+                             *_order_cells(t)] for t in it["turns"]])
             b_items[str(it.get("id"))] = row
         battles.append({"a": pos[s["model_a"]], "b": pos[s["model_b"]], "items": b_items})
     ranges = [[lo.get(k), hi.get(k)] for k in key_list]
@@ -466,6 +467,33 @@ def browser_data(data: SaveData) -> dict[str, Any]:
     scored = sorted({e["c"] for e in items.values() if any(e["s"]) or any(e.get("v") or [])})
     return {"models": models, "cats": cats, "scored_cats": scored, "keys": key_list, "ranges": ranges,
             "shapes": [list(sh) for sh in shapes], "items": list(items.values()), "battles": battles}
+
+
+def _conversation(entry: dict[str, Any], mi: int, n: int, turns: list[Any]) -> None:
+    """A conversation's turns in the browser data: the user's messages once (the models share
+    them, checked at load), each model's replies, each turn's references."""
+    turns = [t for t in turns if isinstance(t, dict)]
+    entry.setdefault("u", [str(t.get("user", "")) for t in turns])
+    entry.setdefault("r", [None] * n)[mi] = [str(t.get("assistant", "")) for t in turns]
+    refs = [list(t.get("references") or []) for t in turns]
+    if any(refs) and "tr" not in entry:
+        entry["tr"] = refs
+
+
+def _order_cells(it: dict[str, Any]) -> list[Any]:
+    """An item's (or a turn's) AB and BA orders: [verdict, scores, weighted scores, raw, reason?] or None."""
+    orders = {o.get("order"): o for o in it.get("orders", [])}
+    cells: list[Any] = []
+    for name in ("AB", "BA"):
+        o = orders.get(name)
+        if o is None:
+            cells.append(None)
+            continue
+        cell = [o.get("verdict"), o.get("scores"), o.get("weighted_scores"), _cut(o.get("raw", ""))]
+        if o.get("reason"):
+            cell.append(_cut(o["reason"]))
+        cells.append(cell)
+    return cells
 
 
 COMPRESS_ABOVE = 2_000_000  # bytes of JSON: larger item data is embedded gzip + base64 (about a third the size)

@@ -79,7 +79,8 @@
     var m1 = +$("f-m1").value, m2 = +$("f-m2").value, q = $("f-text").value.trim().toLowerCase();
     var bt = battleFor(m1, m2);
     if (q && !hay) hay = D.items.map(function (it) {
-      return (it.id + "\n" + it.q + "\n" + (it.in || "") + "\n" + it.o.join("\n")).toLowerCase();
+      var turns = (it.u || []).concat.apply(it.u || [], (it.r || []).map(function (r) { return r || []; }));
+      return (it.id + "\n" + it.q + "\n" + (it.in || "") + "\n" + it.o.join("\n") + "\n" + turns.join("\n")).toLowerCase();
     });
     var list = [];
     for (var i = 0; i < D.items.length; i++) {
@@ -121,10 +122,20 @@
     if (!bi) return;
     var A = D.models[found.b.a], B = D.models[found.b.b];
     var det = el("details", "battle");
-    var sum = el("summary", null, "Judge battle: " + verdictName(bi[0], A, B) +
+    var sum = el("summary", null, "Judge battle" + (bi[5] ? " (whole conversation)" : "") + ": " + verdictName(bi[0], A, B) +
       (bi[1] ? " · probability-weighted: " + verdictName(bi[1], A, B) + " (margin " + fmt(bi[2]) + ")" : ""));
     add(det, sum);
-    [bi[3], bi[4]].forEach(function (o, j) {
+    renderOrders(det, [bi[3], bi[4]], A, B);
+    (bi[5] || []).forEach(function (t) {  // a conversation: each turn's verdict and its orders
+      add(det, el("h5", null, "Turn " + t[0] + ": " + verdictName(t[1], A, B) +
+        (t[2] ? " · probability-weighted: " + verdictName(t[2], A, B) + " (margin " + fmt(t[3]) + ")" : "")));
+      renderOrders(det, [t[4], t[5]], A, B);
+    });
+    add(box, det);
+  }
+
+  function renderOrders(det, orders, A, B) {
+    orders.forEach(function (o, j) {
       if (!o) return;
       var first = j === 0 ? A : B, second = j === 0 ? B : A;
       add(det, el("h5", null, "Order " + first + " first, " + second + " second: " + verdictName(o[0], A, B) +
@@ -133,28 +144,57 @@
       if (o[4]) add(det, el("div", "inv", "invalid: " + o[4]));
       add(det, el("div", "txt", o[3] || "(no reply)"));
     });
-    add(box, det);
+  }
+
+  function reply(text, absent) {
+    return el("div", "txt", absent ? "(no answer from this model)" : (text || "(empty answer)"));
+  }
+
+  // a conversation: the setup, then each turn's user message and both models' replies side by side
+  function renderConversation(box, it, m1, m2) {
+    if (it.q) add(box, el("div", "hd", "setup"), el("div", "txt", it.q));
+    it.u.forEach(function (user, k) {
+      add(box, el("div", "hd", "turn " + (k + 1) + " · user"), el("div", "q", user));
+      var side = el("div", "side");
+      [m1, m2].forEach(function (m, j) {
+        var col = el("div"), rs = it.r ? it.r[m] : null;
+        add(col, el("h5", j ? "m2" : "m1", D.models[m] + " · turn " + (k + 1)));
+        add(col, reply(rs ? rs[k] : null, !rs));
+        add(side, col);
+      });
+      add(box, side);
+      var refs = it.tr ? it.tr[k] : null;
+      if (refs && refs.length) {
+        var td = add(el("details"), el("summary", null, "turn " + (k + 1) + " reference" + (refs.length > 1 ? "s (" + refs.length + ")" : "")));
+        refs.forEach(function (t) { add(td, el("div", "txt", t)); });
+        add(box, td);
+      }
+    });
   }
 
   function renderItem(it, m1, m2) {
     var box = el("article", "item");
     var flags = (it.f ? [].concat(it.f[m1] || [], it.f[m2] || []) : []);
-    add(box, el("div", "hd", "id " + it.id + " · " + D.cats[it.c] + (flags.length ? " · flags: " + flags.join(", ") : "")));
-    add(box, el("div", "q", it.q));
-    if (it.in) add(box, el("div", "txt", it.in));
-    if (it.t && it.t.length) {
-      var td = add(el("details"), el("summary", null, "reference" + (it.t.length > 1 ? "s (" + it.t.length + ")" : "")));
-      it.t.forEach(function (t) { add(td, el("div", "txt", t)); });
-      add(box, td);
+    add(box, el("div", "hd", "id " + it.id + " · " + D.cats[it.c] + (it.u ? " · conversation of " + it.u.length + " turns" : "") +
+      (flags.length ? " · flags: " + flags.join(", ") : "")));
+    if (it.u) renderConversation(box, it, m1, m2);
+    else {
+      add(box, el("div", "q", it.q));
+      if (it.in) add(box, el("div", "txt", it.in));
+      if (it.t && it.t.length) {
+        var td = add(el("details"), el("summary", null, "reference" + (it.t.length > 1 ? "s (" + it.t.length + ")" : "")));
+        it.t.forEach(function (t) { add(td, el("div", "txt", t)); });
+        add(box, td);
+      }
+      var side = el("div", "side");
+      [m1, m2].forEach(function (m, j) {
+        var col = el("div");
+        add(col, el("h5", j ? "m2" : "m1", D.models[m]));
+        add(col, reply(it.o[m], it.o[m] === null));
+        add(side, col);
+      });
+      add(box, side);
     }
-    var side = el("div", "side");
-    [m1, m2].forEach(function (m, j) {
-      var col = el("div");
-      add(col, el("h5", j ? "m2" : "m1", D.models[m]));
-      add(col, el("div", "txt", it.o[m] === null ? "(no answer from this model)" : (it.o[m] || "(empty answer)")));
-      add(side, col);
-    });
-    add(box, side);
     var keys = {};
     [m1, m2].forEach(function (m) { Object.keys(it.s[m]).concat(Object.keys(inv(it, m))).forEach(function (k) { keys[k] = 1; }); });
     var ks = Object.keys(keys).map(Number).sort(function (a, b) { return a - b; });
