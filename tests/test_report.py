@@ -107,8 +107,12 @@ def test_embedded_json_round_trips_and_hostile_text_stays_text(save, page):
 
 def test_headline_judge_and_run_sections(save, page):
     assert "model_a higher by 3.100" in page
-    assert "no detectable difference" in page and "too small to detect less than" in page
-    assert "95% intervals" in page and "Holm over 6 comparisons" in page
+    assert "simultaneous 95% interval (each at 0.975) 2.600 to 3.500" in page  # the confirmatory row's level
+    assert "no detectable difference" in page and "too few pairs for any test" in page
+    assert "too small to detect" not in page and "Holm" not in page
+    assert "For each pair of models, the primary scores over all items form one family" in page
+    assert "Bonferroni within the pair&#39;s 2 primary scores" in page
+    assert "exploratory rows whose unadjusted 95% interval excludes 0" in page
     assert "length-controlled" in page and "0.710" in page  # the battle file's "controlled" key
     assert "Judge check:" in page and "not checked" in page
     assert "Ranking (Bradley-Terry" in page

@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "closed_qa:GPT/correctness=3.5 (every model, one category), model_a:closed_qa:BLEU-4=0.2, "
                         "model_a::BLEU-4=0.2 (one model, overall), *:BLEU-4=0.2 (each category)")
     p.add_argument("--fail-if-worse", action="append", default=[], metavar="CANDIDATE:BASELINE:[CATEGORY:]SCORE",
-                   help="exit 1 when the run's paired comparison finds CANDIDATE significantly worse than BASELINE "
-                        "on SCORE (Holm-adjusted; no CATEGORY: over every category)")
+                   help="exit 1 when the run's paired comparison finds CANDIDATE worse than BASELINE on SCORE "
+                        "(a primary score over every item: its simultaneous interval within the pair's confirmatory "
+                        "family excludes 0; any other score or a CATEGORY: the exploratory, unadjusted 95%% row)")
     p.add_argument("--fail-under-win-rate", action="append", default=[], metavar="CANDIDATE:BASELINE=VALUE",
                    help="exit 1 when CANDIDATE's battle win rate against BASELINE is below VALUE (ties count half)")
     p.add_argument("--fail-on-untrusted-judge", action="store_true",
