@@ -288,7 +288,7 @@ def test_a_judge_cache_shared_across_save_paths(tmp_path):
             assert code == 0, err[-1500:]
             assert s.chat_calls == 3  # the second save path paid nothing
         assert (cache / "judge_cache.sqlite").is_file() and not (tmp_path / "out2" / "judge_cache.sqlite").exists()
-        assert "judge cache: " + str(cache / "judge_cache.sqlite") + ": 3 entries" in out
+        assert "judge cache: " + str(cache / "judge_cache.sqlite") + "\n  3 entries" in out  # the path on its own line
         assert "this run 3 hits, 0 misses (100% hits)" in out
 
 

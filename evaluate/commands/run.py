@@ -204,14 +204,7 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
     if outcome.view is not None:
         from ..report import closing_summary
 
-        print(closing_summary(outcome.view))
-    for c in manifest.get("judge_cache") or []:
-        asked = c["hits"] + c["misses"]
-        print(f"judge cache: {c['path']}: {c['entries']:,} entries, {c['bytes'] / 1e6:.1f} MB; this run "
-              f"{c['hits']:,} hits, {c['misses']:,} misses" + (f" ({c['hits'] / asked:.0%} hits)" if asked else ""))
-    total = manifest.get("invalid_total")
-    if total and total.get("invalid"):
-        print(f"invalid: {total['invalid']} of {total['valid'] + total['invalid']} scores and battle verdicts")
+        print(closing_summary(outcome.view))  # judge usage, cache and invalid counts are part of it
     print(f"status: {manifest['status']}")
     codes: list[tuple[int, str]] = []
     if manifest["errors"]:

@@ -33,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .intervals import percentile_interval, wilson_interval
+from .intervals import MIN_INTERVAL_N, percentile_interval, wilson_interval
 
 L2 = 1e-3
 ELO_BASE, ELO_SCALE = 1000.0, 400.0 / math.log(10)
@@ -155,7 +155,9 @@ def length_controlled_win_rate(outcomes: Sequence[float], len_a: Sequence[float]
     x = np.column_stack([np.ones(n), xlen])
     coef = fit_logistic(x, y)
     out.update(lc_win_rate=_sigmoid(coef[0]), theta=float(coef[0]), beta=float(coef[1]), length_sd=sd)
-    if resamples > 0 and n > 1:
+    if n < MIN_INTERVAL_N:
+        out["interval_note"] = f"too few items (n = {n} < {MIN_INTERVAL_N}) for a bootstrap interval"
+    elif resamples > 0:
         counts = _boot_counts(np.random.default_rng(seed), n, resamples)
         lc = 1.0 / (1.0 + np.exp(-fit_logistic_many(x, y, counts, init=coef)[:, 0]))
         out["lc_interval"] = list(percentile_interval(lc, level))
@@ -187,14 +189,15 @@ def _table(models: list[str], ratings: np.ndarray, boots: np.ndarray | None, lev
     return out
 
 
-def first_place(models: list[str], ratings: np.ndarray, boots: np.ndarray | None, level: float) -> dict[str, Any]:
+def first_place(models: list[str], ratings: np.ndarray, boots: np.ndarray | None, level: float,
+                why_none: str = "no resamples") -> dict[str, Any]:
     """Is the top-rated model clearly first? Yes only when the `level` percentile interval of its rating
     minus each other model's, over the same resamples, lies above 0; otherwise the models it cannot be
     told apart from are named."""
     top = int(np.argmax(ratings))
     out: dict[str, Any] = {"model": models[top], "clearly": False, "tied_with": [], "margins": {}}
     if boots is None or not len(boots):
-        out["text"] = f"{models[top]} rated highest; no resamples, so not shown to be first"
+        out["text"] = f"{models[top]} rated highest; not shown to be first ({why_none})"
         return out
     for j, m in enumerate(models):
         if j == top:
@@ -255,16 +258,19 @@ def bradley_terry(battles: Sequence[tuple[str, str, float, Mapping[str, float] |
         if len(groups) != n:
             raise ValueError(f"bradley_terry: {len(groups)} groups for {n} battles")
         index = {g: i for i, g in enumerate(dict.fromkeys(str(g) for g in groups))}
+        units, unit = len(index), "questions"
         g_idx = np.array([index[str(g)] for g in groups])
-        counts = _boot_counts(rng, len(index), resamples)[:, g_idx] if resamples > 0 else np.zeros((0, n))
-        unit = f"{len(index)} questions"
     else:
-        counts = _boot_counts(rng, n, resamples) if resamples > 0 else np.zeros((0, n))
-        unit = f"{n} battles"
+        units, unit, g_idx = n, "battles", np.arange(n)
+    too_few = units < MIN_INTERVAL_N
+    counts = (_boot_counts(rng, units, resamples)[:, g_idx] if resamples > 0 and not too_few
+              else np.zeros((0, n)))
+    why_none = f"too few {unit}: {units} < {MIN_INTERVAL_N}" if too_few else "no resamples"
     out: dict[str, Any] = {
         "models": models, "n_battles": n, "resamples": resamples, "seed": seed, "level": level,
-        "interval": f"{level:.0%} percentile interval of a bootstrap over {unit} ({resamples} resamples, "
-                    "the same for raw and style-controlled)",
+        "interval": (f"no intervals: {why_none}" if too_few or not resamples else
+                     f"{level:.0%} percentile interval of a bootstrap over {units} {unit} ({resamples} resamples, "
+                     "the same for raw and style-controlled)"),
         "method": "logistic regression on model indicator differences (no intercept, ties as half "
                   f"observations, L2 {L2}); ratings 1000 + 400/ln10 * coefficient, mean-centred; style "
                   "control adds features (a - b) / (a + b), standardised",
@@ -278,7 +284,7 @@ def bradley_terry(battles: Sequence[tuple[str, str, float, Mapping[str, float] |
         rb = np.array([_ratings(b, k) for b in boots]) if boots is not None else None
         ratings = _ratings(coef, k)
         out[name] = _table(models, ratings, rb, level)
-        out.setdefault("first", {})[name] = first_place(models, ratings, rb, level)
+        out.setdefault("first", {})[name] = first_place(models, ratings, rb, level, why_none)
         if name == "style_controlled":
             out["style_coefficients"] = {
                 f: {"coef": float(coef[k - 1 + j]),
