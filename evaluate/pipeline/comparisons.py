@@ -112,7 +112,7 @@ def pair_primary(configured: Sequence[str] | None, keys: Iterable[str]) -> tuple
     keys the pair has, else `default_primary` of the pair's own keys (another model cannot move it)."""
     keys = set(keys)
     if configured:
-        return sorted(k for k in configured if k in keys), "config"
+        return [k for k in configured if k in keys], "config"
     by_family: dict[str, list[str]] = {}
     for k in keys:
         by_family.setdefault(k.split("/", 1)[0], []).append(k)
