@@ -93,10 +93,9 @@ class GPTFamily(Family):
         if not missing:
             return []
         entry = prompts.entry_for(category)
-        which = f'its entry "{category}"' if not getattr(entry, "fallback", False) else \
-            f'the "general" entry (the file has no entry for "{category}")'
-        return [f'{where}: GPT metric "{m}" is not defined in {which} of {prompts.path}; add its definition '
-                f'and evaluation steps there (known: {", ".join(entry.metrics)})' for m in missing]
+        via = "" if not getattr(entry, "fallback", False) else \
+            f' (the file has no entry for "{category}"; its "general" entry stands in)'
+        return [f'{where}: GPT metric "{m}": {prompts.missing_reason(category, m)}{via}' for m in missing]
 
     def validate_run(self, ctx, categories):
         problems = []
