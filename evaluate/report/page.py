@@ -70,7 +70,8 @@ def render(data: SaveData) -> str:
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num, pct=pct, interval=interval, pvalue=pvalue)
+    env.filters.update(num=num, pct=pct, interval=interval, pvalue=pvalue, elo=_elo,
+                       elo_interval=lambda iv: f"[{_elo(iv[0])}, {_elo(iv[1])}]" if iv else "–")
     ctx = context(data)
     return env.get_template("report.html.j2").render(**ctx)
 
@@ -96,6 +97,11 @@ def context(data: SaveData) -> dict[str, Any]:
         "problems": data.problems,
         **embed_browser_data(browser_data(data)),
     }
+
+
+def _elo(x: Any) -> str:
+    """A rating on the Elo scale: whole points (a decimal would claim a precision no ranking has)."""
+    return f"{x:.0f}" if finite(x) else "–"
 
 
 def ranking_view(ranking: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -125,8 +131,9 @@ def pairs(data: SaveData) -> list[dict[str, Any]]:
             shown = []
             for r in rows:
                 shown.append({**r, "sentence": row_sentence(r, comp), "sig": significant(r),
-                              "ci_text": row_interval_text(r), "ci_label": interval_label(r),
-                              "p_text": pvalue(r.get("p_adj"))})
+                              "ci_text": _short_interval(r), "ci_label": interval_label(r),
+                              "p_text": pvalue(r.get("p_adj")), "short": _short_verdict(r, a, b),
+                              "detect": _short_detectable(r)})
             shown.sort(key=lambda r: (not confirmatory(r), not r["sig"], r.get("category") != "(all)",
                                       r.get("category", ""), r.get("score", "")))
             conf = [r for r in shown if confirmatory(r)]
@@ -149,6 +156,30 @@ def pairs(data: SaveData) -> list[dict[str, Any]]:
             entry["battle"] = battle_view(bt, swapped)
         out.append(entry)
     return out
+
+
+def _short_interval(row: dict[str, Any]) -> str:
+    """The interval, or in two or three words why there is none (the full reason is in the row's sentence)."""
+    if row.get("interval"):
+        return interval(row["interval"])
+    note = str(row.get("interval_note") or "")
+    return "too few items" if note.startswith("too few") else "all equal" if note else row_interval_text(row)
+
+
+def _short_verdict(row: dict[str, Any], a: str, b: str) -> str:
+    if significant(row):
+        return f"{a if row['verdict'] == 'A better' else b} better"
+    return str(row.get("verdict") or "")
+
+
+def _short_detectable(row: dict[str, Any]) -> str:
+    """What the n could detect, short: 'detects ≥ 0.31', 'too few pairs for any test', ..."""
+    text = str(row.get("detectable") or "")
+    if "too few pairs" in text:
+        return "too few pairs for any test"
+    if " detects |A − B| of about " in text:
+        return "detects ≥ " + text.split(" of about ", 1)[1].split(" ", 1)[0]
+    return text
 
 
 def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
