@@ -166,3 +166,24 @@ def test_primary_and_summary_scores_are_checked_against_the_plan(tmp_path, capsy
         assert main(["--config", str(path), "--no-charts"]) == 2
         err = capsys.readouterr().err
         assert want in err and "Traceback" not in err, err
+
+
+def test_comparison_files_of_an_older_version_are_decided_again(runs, tmp_path, capsys):
+    import shutil
+
+    save = tmp_path / "old"
+    shutil.copytree(runs["ab"], save)
+    f = save / "comparisons" / "model_a__vs__model_b.json"
+    old = json.loads(f.read_text())
+    old["schema"] = "llm-eval-comparison/1"
+    for r in old["rows"]:  # what the first schema held: Holm over the save path, no role
+        r["p_holm"], r["ci95"] = r.pop("p_adj"), r.pop("interval")
+        r.pop("role")
+    f.write_text(json.dumps(old))
+    capsys.readouterr()
+    assert main(["summary", str(save), "--width", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "model_a vs model_b: model_a better on 0, model_b better on 1" in out  # decided again in memory
+    assert json.loads(f.read_text())["schema"] == "llm-eval-comparison/1"  # summary only reads
+    assert main(["report", str(save)]) == 0
+    assert json.loads(f.read_text()) == _comparison(runs["ab"])  # report writes them as a run would
