@@ -131,8 +131,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
         rows_uid += [r["uid"]] * len(outs)
     if not rows_out:
         raise InputError(f"{jdir}: no judgment has a verdict in both games; nothing to score")
-    rng = np.random.default_rng(seed)
-    raw = raw_scores({m: xs for m, xs in battles.items() if xs}, rng)
+    raw = raw_scores({m: xs for m, xs in battles.items() if xs}, seed)
     sc: dict[str, Any] = {}
     meta = {m: _metadata(a) for m, a in answers.items()}
     if base in meta and all(m in meta for m in rows_model):
@@ -141,7 +140,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
             bm = [meta[base][u] for u in rows_uid]
         except KeyError as exc:
             raise InputError(f"{bench_dir / 'model_answer'}: no answer for question {exc.args[0]} judged in {jdir}")
-        sc, _ = style_controlled([m.split("/")[-1] for m in rows_model], rows_out, mm, bm, rng)
+        sc, _ = style_controlled([m.split("/")[-1] for m in rows_model], rows_out, mm, bm, base, seed)
     rows = []
     for m in sorted(set(battles) | {base}):
         r_ = raw.get(m) if m != base else None
