@@ -68,6 +68,14 @@ def _encoder() -> Any:
     return _ENC[0]
 
 
+def token_counter() -> str:
+    """How token_len counts here, said in the leaderboard's footer."""
+    if _encoder() is not None:
+        return "o200k_base tokens (tiktoken), as add_markdown_info.py counts them"
+    return ("words and punctuation marks (tiktoken is not installed; on Arena-Hard's answers this count is "
+            "0.81-1.11 times show_result.py's o200k_base count for 90% of them)")
+
+
 def style_metadata(answer: str) -> dict[str, Any]:
     return {"token_len": token_len(answer), **markdown_counts(answer)}
 
