@@ -120,6 +120,7 @@ def test_three_models_messages_preferences_layout_and_cache(data, fake_openai, t
     files = [OUTPUTS / f"{m}.json" for m in MODELS + [BASELINE]]
     assert run(files, OUTPUTS / f"{BASELINE}.json", cfg, out, "--limit", str(LIMIT)) == 0
     printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines() if not line.startswith("  ")) <= 80
 
     ref = load(OUTPUTS / f"{BASELINE}.json")[:LIMIT]
     tmpl = template()

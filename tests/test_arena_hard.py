@@ -81,6 +81,9 @@ def test_messages_schema_invalid_kept_and_cache(data, fake_openai, tmp_path, cap
     fake_openai.reply_fn = hashed_reply
     out = tmp_path / "out"
     assert run(judge_config(tmp_path, fake_openai), out) == 0
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines() if not line.startswith("written:")) <= 80
+    assert "style" in printed and "90% interval" in printed and "judge check: not checked" in printed
     sent = fake_openai.chat_requests()
     assert len(sent) == 2 * 2 * LIMIT
     prompt = json.loads(PROMPT.read_text())
@@ -207,3 +210,16 @@ def test_matches_show_result(data, fake_openai, tmp_path, monkeypatch) -> None:
         for key, want in UPSTREAM[m].items():
             tol = TOL_POINT if key.endswith("score") else TOL_END
             assert abs(by[m][key] - want) <= tol, (m, key, by[m][key], want)
+
+
+def test_judge_check_of_the_same_judge_is_quoted(tmp_path) -> None:
+    from evaluate.benchmarks.tables import judge_check_line
+    store = tmp_path / "judge_checks"
+    store.mkdir()
+    rec = {"judge": {"battle": {"judge": {"backend": "openai", "model": "fake-judge", "mode": "generate"}}},
+           "verdict_text": "NOT trustworthy: with labels (hhh.jsonl, 40 pairs): agreement 0.500", "created": "2026-11-25"}
+    (store / "k1.json").write_text(json.dumps(rec))
+    line = judge_check_line(tmp_path, {"backend": "openai", "model": "fake-judge", "base_url": "http://x"})
+    assert "NOT trustworthy" in line and "not this benchmark's prompt" in line
+    other = judge_check_line(tmp_path, {"backend": "openai", "model": "another-judge"})
+    assert other.startswith("judge check: not checked for judge another-judge")

@@ -103,6 +103,9 @@ class Interval:
     lower: float
     upper: float
 
+    def __post_init__(self) -> None:  # plain floats: numpy scalars print as np.float64(...) in files
+        self.score, self.lower, self.upper = float(self.score), float(self.lower), float(self.upper)
+
 
 def raw_scores(battles: dict[str, list[float]], seed: int, rounds: int = 100) -> dict[str, Interval]:
     """Bootstrap means per model: each round resamples every model's battles (models in sorted order,

@@ -118,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
                                     {**info, "model_outputs": str(m.path), "preference_methods": methods})
         results[m.generator] = (ae.win_rate(recs), path, "token" in methods)
     _print(results, evaluator, signature, reference.generator, args.seed)
-    from .bench_view import judge_check_line
+    from ..benchmarks.tables import judge_check_line
 
     print(judge_check_line(args.save_path, signature), end="")
     if any(fallback for _, _, fallback in results.values()):
@@ -144,7 +144,7 @@ def _fmt(x: float | None) -> str:
 
 def _print(results: dict[str, Any], evaluator: Any, judge: dict[str, Any], baseline: str, seed: int) -> None:
     """One table: each model's raw win rate beside its length-controlled one, then where the files are."""
-    from .bench_view import alpaca_eval_table, wrap
+    from ..benchmarks.tables import alpaca_eval_table, wrap
 
     lc, lc_note = _length_controlled([path for _, path, _ in results.values()])
     rows = []
@@ -155,11 +155,13 @@ def _print(results: dict[str, Any], evaluator: Any, judge: dict[str, Any], basel
         row.update({k: lc.get(name, {}).get(k) for k in ("length_controlled_winrate", "lc_standard_error",
                                                          "avg_length")})
         rows.append(row)
-    print(f"AlpacaEval: annotator {evaluator.name}, judge {judge.get('model')}, baseline {baseline}, seed {seed}")
+    print(wrap(f"AlpacaEval: annotator {evaluator.name}, judge {judge.get('model')}, baseline {baseline}, "
+               f"seed {seed}"), end="")
     print(alpaca_eval_table(rows), end="")
     print(wrap("win rate: the model's mean preference (probability-weighted), %, with its standard error; LC "
                f"win: AlpacaEval 2's length-controlled win rate, {lc_note}; discrete: wins with draws as "
-               "halves, %; inv: kept in the file, not counted; fail: the judge call failed."), end="")
+               "halves, %; len: mean output length (characters); inv: kept in the file, not counted; fail: the "
+               "judge call failed."), end="")
     for name, (_, path, _) in results.items():
         print(f"  {name}: {path}")
 

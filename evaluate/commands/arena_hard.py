@@ -125,7 +125,7 @@ def _run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"exit 3: no verdict could be scored ({exc})", file=sys.stderr)
         return EXIT_RUN_ERRORS
-    from .bench_view import arena_hard_table, judge_check_line
+    from ..benchmarks.tables import arena_hard_table, judge_check_line
 
     print(arena_hard_table(rows, opts.model, baseline.model, ah.lengths_note(args.save_path)), end="")
     print(judge_check_line(args.save_path, signature), end="")

@@ -1,5 +1,5 @@
 """`eval.py leaderboard --alpaca-eval PATH... [--out FILE.csv]` and
-`eval.py leaderboard --arena-hard BENCH_DIR [--judge NAME] [--baseline NAME] [--out FILE.csv]`
+`eval.py leaderboard --arena-hard BENCH_DIR [--judge NAME] [--baseline NAME] [--seed S] [--out FILE.csv]`
 
 AlpacaEval 2: every annotations file given (a file, a folder of them, or AlpacaEval's results
 folder) is one model, and all of them together form the reference set the length-controlled win
@@ -9,7 +9,8 @@ n_wins_base, n_draws, n_total, discrete_win_rate, avg_length, length_controlled_
 lc_standard_error, then how the LC column was made (lc_method, lc_alignment, lc_reference_models,
 lc_reference_set: a hash of the reference models' names). Rows sorted by LC win rate.
 
-Arena-Hard: the rows of evaluate.benchmarks.arena_hard.leaderboard_table, written as they come.
+Arena-Hard: the rows of evaluate.benchmarks.arena_hard.leaderboard_table, written as they come; the
+bootstrap draws are those of show_result.py after np.random.seed(S) (default 0).
 
 Exit codes: 0 done; 2 bad input (one `error:` line).
 """
@@ -135,7 +136,7 @@ def _arena_hard(args: argparse.Namespace) -> int:
     from ..benchmarks.arena_hard import leaderboard_table
 
     from ..benchmarks.arena_hard import _judge_dir, lengths_note
-    from .bench_view import arena_hard_table
+    from ..benchmarks.tables import arena_hard_table
 
     columns, rows = leaderboard_table(args.arena_hard, args.judge, baseline=args.baseline, seed=args.seed)
     base = next((r["model"] for r in rows if r["n_questions"] == 0 and r["score"] == 50.0), args.baseline or "?")

@@ -35,13 +35,13 @@ def wrap(text: str, width: int = WIDTH) -> str:
 
 def arena_hard_table(rows: Iterable[dict[str, Any]], judge: str, baseline: str, lengths: str) -> str:
     """Arena-Hard's leaderboard: raw and style-controlled scores, each with its 90% interval."""
-    head = (f"{'model':<24}{'score':>6} {'90% interval':>13} {'style':>6} {'90% interval':>13}"
+    head = (f"{'model':<22}{'score':>6} {'90% interval':>13} {'style':>6} {'90% interval':>13}"
             f"{'tokens':>7}{'n':>5}{'inv':>5}")
     lines = [head, "-" * len(head)]
     for r in rows:
         raw = f"({_num(r['lower'], '.1f')}, {_num(r['upper'], '.1f')})"
         sc = f"({_num(r['sc_lower'], '.1f')}, {_num(r['sc_upper'], '.1f')})"
-        lines.append(f"{_fit(str(r['model']), 23):<24}{_num(r['score'], '6.1f')} {raw:>13} "
+        lines.append(f"{_fit(str(r['model']), 21):<22}{_num(r['score'], '6.1f')} {raw:>13} "
                      f"{_num(r['sc_score'], '6.1f')} {sc:>13}{_num(r['avg_tokens'], '7.0f')}"
                      f"{r['n_questions']:>5}{r['n_invalid']:>5}")
     out = "\n".join(lines) + "\n"
@@ -57,14 +57,14 @@ def arena_hard_table(rows: Iterable[dict[str, Any]], judge: str, baseline: str, 
 
 def alpaca_eval_table(rows: Iterable[dict[str, Any]]) -> str:
     """A run's AlpacaEval results: raw win rate and length-controlled win rate side by side."""
-    head = (f"{'model':<26}{'win rate':>9}{'(se)':>6}{'LC win':>8}{'(se)':>6}{'discrete':>9}{'avg len':>8}"
+    head = (f"{'model':<22}{'win rate':>9}{'(se)':>6}{'LC win':>8}{'(se)':>6}{'discrete':>9}{'len':>6}"
             f"{'n':>5}{'inv':>4}{'fail':>5}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{_fit(str(r['model']), 25):<26}{_num(r.get('win_rate'), '9.2f')}"
+        lines.append(f"{_fit(str(r['model']), 21):<22}{_num(r.get('win_rate'), '9.2f')}"
                      f"{_num(r.get('standard_error'), '6.2f')}{_num(r.get('length_controlled_winrate'), '8.2f')}"
                      f"{_num(r.get('lc_standard_error'), '6.2f')}{_num(r.get('discrete_win_rate'), '9.2f')}"
-                     f"{_num(r.get('avg_length'), '8.0f')}{r.get('n_total', 0):>5}{r.get('n_invalid', 0):>4}"
+                     f"{_num(r.get('avg_length'), '6.0f')}{r.get('n_total', 0):>5}{r.get('n_invalid', 0):>4}"
                      f"{r.get('n_failed', 0):>5}")
     return "\n".join(lines) + "\n"
 
