@@ -177,8 +177,8 @@ def _length_controlled(paths: Sequence[Path]) -> tuple[dict[str, dict[str, Any]]
         return {}, f"not computed ({exc})"
     k = len(b.reference_models)
     note = (f"{b.lc_method}, fitted over the {k} model{'' if k == 1 else 's'} judged here" +
-            (" (no reference set: AlpacaEval's per-model fit; `eval.py leaderboard --alpaca-eval` with more "
-             "models fits instruction difficulty jointly)" if k < 2 else ""))
+            ("; `eval.py leaderboard --alpaca-eval` with more models fits instruction difficulty jointly"
+             if k < 2 else ""))
     return {str(r["model"]): r for r in b.rows}, note
 
 
