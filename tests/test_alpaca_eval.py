@@ -266,18 +266,31 @@ def test_cli_single_file_flags_minimal_method(tmp_path, capsys):
     assert row["lc_method"] == METHOD_MINIMAL and row["lc_reference_models"] == "1"
 
 
-def test_cli_arena_hard_writes_rows(tmp_path, monkeypatch, capsys):
-    calls = []
+def test_cli_arena_hard_writes_rows(tmp_path, capsys):
+    """leaderboard --arena-hard on a small judgment folder: the CSV holds leaderboard_table's rows for
+    the seed given, the question without a verdict is counted apart, the table fits 80 columns."""
+    from evaluate.benchmarks.arena_hard import leaderboard_table
 
-    def leaderboard_table(bench_dir, judge, *, baseline=None, seed=0):
-        calls.append((bench_dir, judge, baseline, seed))
-        return ["model", "score", "lower"], [{"model": "a", "score": 61.25, "lower": 59.0},
-                                              {"model": "b", "score": 40.5, "lower": 38.0}]
-
-    fake = types.ModuleType("evaluate.benchmarks.arena_hard")
-    fake.leaderboard_table = leaderboard_table
-    monkeypatch.setitem(sys.modules, "evaluate.benchmarks.arena_hard", fake)
+    (tmp_path / "model_judgment" / "j").mkdir(parents=True)
+    (tmp_path / "model_answer").mkdir()
+    verdicts = [("A>B", "A>B"), ("B>>A", "A=B"), ("A=B", None), ("B>A", "A>>B"), ("A<B", "B>A"), ("A>B", "B>A")]
+    recs = [{"uid": f"q{i}", "category": "c", "judge": "j", "model": "m", "baseline": "b0",
+             "games": [{"score": g1}, {"score": g2}]} for i, (g1, g2) in enumerate(verdicts)]
+    (tmp_path / "model_judgment" / "j" / "m.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    for name, text in (("m", "# Title\n- a point\n**bold** words here"), ("b0", "plain words only")):
+        rows = [{"uid": f"q{i}", "model": name, "messages": [{"role": "user", "content": "q"},
+                {"role": "assistant", "content": {"answer": text * (i + 1)}}]} for i in range(len(verdicts))]
+        (tmp_path / "model_answer" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "ah.csv"
-    code = leaderboard_main(["--arena-hard", str(tmp_path), "--judge", "j", "--baseline", "b0", "--out", str(out)])
-    assert code == 0 and calls == [(tmp_path, "j", "b0", 0)]
-    assert out.read_text(encoding="utf-8").splitlines() == ["model,score,lower", "a,61.25,59.0", "b,40.5,38.0"]
+    code = leaderboard_main(["--arena-hard", str(tmp_path), "--judge", "j", "--baseline", "b0", "--seed", "3",
+                             "--out", str(out)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines() if not line.startswith("wrote")) <= 80
+    cols, want = leaderboard_table(tmp_path, "j", baseline="b0", seed=3)
+    with open(out, encoding="utf-8") as f:
+        got = list(csv.DictReader(f))
+    assert [r["model"] for r in got] == [r["model"] for r in want] == ["m", "b0"]  # m wins 9.5 of 14 battles
+    m = next(r for r in got if r["model"] == "m")
+    assert float(m["score"]) == pytest.approx(next(r for r in want if r["model"] == "m")["score"], abs=1e-9)
+    assert (m["n_questions"], m["n_invalid"]) == ("5", "1")

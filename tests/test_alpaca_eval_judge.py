@@ -120,6 +120,7 @@ def test_three_models_messages_preferences_layout_and_cache(data, fake_openai, t
     files = [OUTPUTS / f"{m}.json" for m in MODELS + [BASELINE]]
     assert run(files, OUTPUTS / f"{BASELINE}.json", cfg, out, "--limit", str(LIMIT)) == 0
     printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines() if not line.startswith("  ")) <= 80
 
     ref = load(OUTPUTS / f"{BASELINE}.json")[:LIMIT]
     tmpl = template()
@@ -159,9 +160,18 @@ def test_three_models_messages_preferences_layout_and_cache(data, fake_openai, t
             soft = sum(r["preference"] - 1 for r in recs) / len(recs) * 100
             disc = sum(r["preference"] > 1.5 for r in recs) / len(recs) * 100
             row = next(line for line in printed.splitlines() if line.startswith(m))
-            assert row.split()[1:4:2] == [f"{soft:.2f}", f"{disc:.2f}"]
+            # model, win rate, se, LC, LC se, discrete, avg len, n, inv, fail
+            assert row.split()[1:6:4] == [f"{soft:.2f}", f"{disc:.2f}"]
         run_info = load(path.parent / "judge_run.json")
         assert run_info["seed"] == 0 and run_info["evaluator"]["prompt"]["path"].endswith("alpaca_eval_clf.txt")
+
+    # the LC column is the leaderboard's LC over the models judged together
+    from evaluate.benchmarks.alpaca_eval import leaderboard, read_annotations
+    board = leaderboard([a for m in MODELS for a in read_annotations(out / m / ANNOTATOR / "annotations.json")])
+    for r in board.rows:
+        if r["model"] != BASELINE:
+            row = next(line for line in printed.splitlines() if line.startswith(r["model"]))
+            assert row.split()[3] == f"{r['length_controlled_winrate']:.2f}"
 
     before = fake_openai.chat_calls
     first = {m: load(out / m / ANNOTATOR / "annotations.json") for m in MODELS}
@@ -216,7 +226,7 @@ def test_preference_from_logprobs_by_hand_with_swap_and_invalid(fake_openai, tmp
     assert recs["Say hi"]["preference"] == 1.5
     prefs = [recs[n]["preference"] for n in valid] + [1.5]
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("mine"))
-    n_valid, n_invalid = row.split()[4:6]
+    n_valid, n_invalid = row.split()[7:9]  # model, win, se, LC, LC se, discrete, avg len, n, inv, fail
     assert row.split()[1] == f"{sum(p - 1 for p in prefs) / len(prefs) * 100:.2f}"
     assert (n_valid, n_invalid) == ("5", "1")  # the unreadable reply is kept, never counted
 

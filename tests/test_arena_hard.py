@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from evaluate.benchmarks import arena_hard as ah
+from evaluate.benchmarks import arena_hard_scores as scores
 from evaluate.benchmarks.arena_hard_scores import _fit_bt, battle_outcomes, markdown_counts, raw_scores
 from evaluate.commands.arena_hard import main
 from evaluate.core.errors import InputError
@@ -80,6 +81,9 @@ def test_messages_schema_invalid_kept_and_cache(data, fake_openai, tmp_path, cap
     fake_openai.reply_fn = hashed_reply
     out = tmp_path / "out"
     assert run(judge_config(tmp_path, fake_openai), out) == 0
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines() if not line.startswith("written:")) <= 80
+    assert "style" in printed and "90% interval" in printed and "judge check: not checked" in printed
     sent = fake_openai.chat_requests()
     assert len(sent) == 2 * 2 * LIMIT
     prompt = json.loads(PROMPT.read_text())
@@ -162,7 +166,7 @@ def test_battles_and_fits_by_hand() -> None:
     assert battle_outcomes({"games": [{"score": "B>A"}, {"score": "A=B"}]}, w) == [0.5, 1]
     assert battle_outcomes({"games": [{"score": None}, {"score": "A=B"}]}, w) is None
     # raw score: the mean of bootstrap means -> the plain mean 7/12 with many rounds
-    r = raw_scores({"m": [1, 0, 0, 0, 0.5, 1, 1, 1, 1, 0.5, 1, 0]}, np.random.default_rng(1), rounds=20000)["m"]
+    r = raw_scores({"m": [1, 0, 0, 0, 0.5, 1, 1, 1, 1, 0.5, 1, 0]}, seed=1, rounds=20000)["m"]
     assert abs(r.score - 100 * 7 / 12) < 0.3 and r.lower < r.score < r.upper
     # the BT fit equals sklearn's unpenalized logistic regression on soft labels spread as weights
     from sklearn.linear_model import LogisticRegression
@@ -176,34 +180,46 @@ def test_battles_and_fits_by_hand() -> None:
     assert (sum(c["header_count"].values()), sum(c["list_count"].values()), sum(c["bold_count"].values())) == (2, 3, 2)
 
 
-# What lmarena/arena-hard-auto @ 196f6b8 show_result.py printed for the judgment files that
-# test_matches_show_result writes (verdict_text above, 100 questions: the first 40 have no header in
-# any answer and show_result.py's style fit then stops on a NaN; judge "fake-judge"), with the
-# answers' metadata written by arena_hard_scores.style_metadata (tiktoken is not installed here).
-# Produced by /tmp/ah_check/make.py of this helper; commands, run in the scratch copy of the repo:
-#   python show_result.py -b arena-hard-v0.1 -j fake-judge -c arena-hard-v0.1
-#   python show_result.py -b arena-hard-v0.1 -j fake-judge -c arena-hard-v0.1 -f length markdown
-# Each is a 100-round unseeded bootstrap: the upstream point estimates move by a few tenths between
-# runs, so these are the means over 10 runs (numpy seeds 0-9) and the tolerance is that spread.
-# (single runs ranged 39.9-40.5 and 32.8-34.2 for gpt-4-0613's raw and style-controlled scores,
-# interval ends by up to 1.2 either way).
+# What lmarena/arena-hard-auto @ 196f6b8 show_result.py computes for the judgment files that
+# test_matches_show_result writes (verdict_text above, first 100 questions, judge "fake-judge"), run
+# outside this repository: its own functions in a throwaway copy, numpy's global generator seeded
+# with 0 (np.random.seed(0), the only change: it never seeds it), the answers' metadata being what
+# arena_hard_scores.style_metadata writes without tiktoken (words and punctuation for token_len),
+# the unrounded numbers read where it formats them. Commands and the check on 500 questions and
+# several seeds: BENCHMARKS.md, "Arena-Hard: agreement with show_result.py".
 UPSTREAM: dict[str, dict[str, float]] = {
-    "gpt-4-0613": {"score": 40.21, "lower": 35.78, "upper": 44.58, "sc_score": 33.41, "sc_lower": 28.84,
-                   "sc_upper": 38.08},
-    "gpt-3.5-turbo-0125": {"score": 36.12, "lower": 32.14, "upper": 40.30, "sc_score": 36.77, "sc_lower": 31.92,
-                           "sc_upper": 41.08},
+    "gpt-4-0613": {"score": 39.929577, "lower": 35.554577, "upper": 44.727113,
+                   "sc_score": 33.716182, "sc_lower": 28.487398, "sc_upper": 38.350436},
+    "gpt-3.5-turbo-0125": {"score": 35.899671, "lower": 31.578947, "upper": 39.662829,
+                           "sc_score": 37.024610, "sc_lower": 31.379291, "sc_upper": 40.083054},
 }
-TOL_POINT, TOL_END = 1.0, 2.0
+# Same draws, so raw numbers agree to rounding; the style fit runs in float32 (torch LBFGS) on both
+# sides and differs in the last bits (at most 0.005 pp on 500 questions).
+TOL_POINT, TOL_END = 0.05, 0.05
 
 
 @pytest.mark.skipif(not UPSTREAM, reason="upstream numbers not recorded")
-def test_matches_show_result(data, fake_openai, tmp_path) -> None:
+def test_matches_show_result(data, fake_openai, tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(scores, "_ENC", [None])  # the token counts UPSTREAM was computed with
     fake_openai.reply_fn = hashed_reply
     out = tmp_path / "out"
     assert run(judge_config(tmp_path, fake_openai), out, "--limit", "100") == 0
-    _, rows = ah.leaderboard_table(out, "fake-judge")
+    _, rows = ah.leaderboard_table(out, "fake-judge", seed=0)
     by = {r["model"]: r for r in rows}
     for m in MODELS:
         for key, want in UPSTREAM[m].items():
             tol = TOL_POINT if key.endswith("score") else TOL_END
             assert abs(by[m][key] - want) <= tol, (m, key, by[m][key], want)
+
+
+def test_judge_check_of_the_same_judge_is_quoted(tmp_path) -> None:
+    from evaluate.benchmarks.tables import judge_check_line
+    store = tmp_path / "judge_checks"
+    store.mkdir()
+    rec = {"judge": {"battle": {"judge": {"backend": "openai", "model": "fake-judge", "mode": "generate"}}},
+           "verdict_text": "NOT trustworthy: with labels (hhh.jsonl, 40 pairs): agreement 0.500", "created": "2026-11-25"}
+    (store / "k1.json").write_text(json.dumps(rec))
+    line = judge_check_line(tmp_path, {"backend": "openai", "model": "fake-judge", "base_url": "http://x"})
+    assert "NOT trustworthy" in line and "not this benchmark's prompt" in line
+    other = judge_check_line(tmp_path, {"backend": "openai", "model": "another-judge"})
+    assert other.startswith("judge check: not checked for judge another-judge")

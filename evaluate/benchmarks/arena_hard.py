@@ -18,7 +18,7 @@ from ..backends.base import Backend, JudgeRequest
 from ..core.errors import InputError
 from .arena_hard_files import (Answers, JudgePrompt, parse_verdict, read_answer_dir, read_judge_prompt,  # noqa: F401
                                read_answers, read_judgments, read_questions, render, write_judgments)
-from .arena_hard_scores import battle_outcomes, raw_scores, style_controlled, style_metadata
+from .arena_hard_scores import battle_outcomes, raw_scores, style_controlled, style_metadata, token_counter
 
 DEFAULT_BASELINE = "gpt-4-0314"
 
@@ -131,8 +131,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
         rows_uid += [r["uid"]] * len(outs)
     if not rows_out:
         raise InputError(f"{jdir}: no judgment has a verdict in both games; nothing to score")
-    rng = np.random.default_rng(seed)
-    raw = raw_scores({m: xs for m, xs in battles.items() if xs}, rng)
+    raw = raw_scores({m: xs for m, xs in battles.items() if xs}, seed)
     sc: dict[str, Any] = {}
     meta = {m: _metadata(a) for m, a in answers.items()}
     if base in meta and all(m in meta for m in rows_model):
@@ -141,7 +140,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
             bm = [meta[base][u] for u in rows_uid]
         except KeyError as exc:
             raise InputError(f"{bench_dir / 'model_answer'}: no answer for question {exc.args[0]} judged in {jdir}")
-        sc, _ = style_controlled([m.split("/")[-1] for m in rows_model], rows_out, mm, bm, rng)
+        sc, _ = style_controlled([m.split("/")[-1] for m in rows_model], rows_out, mm, bm, base, seed)
     rows = []
     for m in sorted(set(battles) | {base}):
         r_ = raw.get(m) if m != base else None
@@ -158,6 +157,16 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
                      "n_questions": len(questions.get(m, ())), "n_invalid": invalid.get(m, 0)})
     rows.sort(key=lambda r: -(r["score"] if r["score"] is not None else -1))
     return list(COLUMNS), rows
+
+
+def lengths_note(bench_dir: Path) -> str:
+    """Where the style fit's token lengths come from: the answer files' own metadata (written by
+    Arena-Hard's add_markdown_info.py) or this project's count."""
+    folder = Path(bench_dir) / "model_answer"
+    answers = read_answer_dir(folder) if folder.is_dir() else {}
+    if answers and all(len(a.metadata) == len(a.text) for a in answers.values()):
+        return "Token lengths and markdown counts: the answer files' metadata."
+    return f"Token lengths: {token_counter()}; markdown counted as add_markdown_info.py counts it."
 
 
 def _metadata(a: Answers) -> dict[str, dict[str, Any]]:

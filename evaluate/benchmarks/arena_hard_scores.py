@@ -9,9 +9,15 @@ resampled mean outcomes, the interval their 5th and 95th percentiles (a 90% inte
 single baseline this is the win rate, the baseline's own score being 50.
 
 Style-controlled score: a Bradley-Terry model (logistic regression without intercept, soft outcomes)
-on [model-vs-baseline indicator, 4 style features], the features being the normalized differences
+on [model and baseline indicators, 4 style features], the features being the normalized differences
 of token length and of header / list / bold densities between the model's and the baseline's
 answers; 100 bootstrap fits over battles, median and 5th/95th percentiles of sigmoid(model - baseline).
+
+Random draws: show_result.py draws from numpy's global generator (pandas' groupby sample for the raw
+scores, one randint matrix for the style fits) and never seeds it. Both functions here take a seed
+and draw the same sequence from a RandomState seeded with it, so a run of show_result.py after
+np.random.seed(s), with its battles in the same order, gives the same resamples and the same
+numbers; unseeded runs of show_result.py differ from each other by a few tenths of a point.
 """
 from __future__ import annotations
 
@@ -62,6 +68,14 @@ def _encoder() -> Any:
     return _ENC[0]
 
 
+def token_counter() -> str:
+    """How token_len counts here, said in the leaderboard's footer."""
+    if _encoder() is not None:
+        return "o200k_base tokens (tiktoken), as add_markdown_info.py counts them"
+    return ("words and punctuation marks (tiktoken is not installed; on Arena-Hard's answers this count is "
+            "0.81-1.11 times show_result.py's o200k_base count for 90% of them)")
+
+
 def style_metadata(answer: str) -> dict[str, Any]:
     return {"token_len": token_len(answer), **markdown_counts(answer)}
 
@@ -89,14 +103,22 @@ class Interval:
     lower: float
     upper: float
 
+    def __post_init__(self) -> None:  # plain floats: numpy scalars print as np.float64(...) in files
+        self.score, self.lower, self.upper = float(self.score), float(self.lower), float(self.upper)
 
-def raw_scores(battles: dict[str, list[float]], rng: np.random.Generator, rounds: int = 100) -> dict[str, Interval]:
-    out = {}
-    for model, xs in battles.items():
-        x = np.asarray(xs, dtype=float)
-        means = np.array([x[rng.integers(0, len(x), len(x))].mean() for _ in range(rounds)])
-        out[model] = Interval(100 * means.mean(), 100 * np.quantile(means, 0.05), 100 * np.quantile(means, 0.95))
-    return out
+
+def raw_scores(battles: dict[str, list[float]], seed: int, rounds: int = 100) -> dict[str, Interval]:
+    """Bootstrap means per model: each round resamples every model's battles (models in sorted order,
+    `randint(0, n, n)` each, the draws pandas' groupby sample makes) from RandomState(seed)."""
+    rs = np.random.RandomState(seed)
+    xs = {m: np.asarray(v, dtype=float) for m, v in battles.items()}
+    names = sorted(xs)
+    means = np.empty((rounds, len(names)))
+    for r in range(rounds):
+        for j, m in enumerate(names):
+            means[r, j] = xs[m][rs.randint(0, len(xs[m]), len(xs[m]))].mean()
+    return {m: Interval(100 * means[:, j].mean(), 100 * np.quantile(means[:, j], 0.05),
+                        100 * np.quantile(means[:, j], 0.95)) for j, m in enumerate(names)}
 
 
 def _fit_lbfgs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -135,31 +157,43 @@ def _fit_bt(x: np.ndarray, y: np.ndarray, iters: int = 50) -> np.ndarray:
     return w
 
 
-def style_controlled(models: Sequence[str], outcomes: Sequence[float], model_meta: Sequence[dict[str, Any]],
-                     base_meta: Sequence[dict[str, Any]], rng: np.random.Generator,
-                     rounds: int = 100) -> tuple[dict[str, Interval], list[float]]:
-    """Per model the style-controlled win rate against the baseline, and the median style coefficients."""
-    m = np.array([_vector(d) for d in model_meta])
-    b = np.array([_vector(d) for d in base_meta])
+def style_features(model_meta: Sequence[dict[str, Any]], base_meta: Sequence[dict[str, Any]]) -> np.ndarray:
+    """Per battle: normalized length difference and header / list / bold density differences, each
+    column standardized (sample standard deviation). Computed in float32 as show_result.py does; a
+    column with no spread (e.g. no answer has a header) is left at 0 where show_result.py stops on a NaN."""
+    m = np.array([_vector(d) for d in model_meta], dtype=np.float32)
+    b = np.array([_vector(d) for d in base_meta], dtype=np.float32)
     feat = np.zeros_like(m)
-    feat[:, 0] = (m[:, 0] - b[:, 0]) / np.maximum(m[:, 0] + b[:, 0], 1e-12)
+    feat[:, 0] = (m[:, 0] - b[:, 0]) / np.maximum(m[:, 0] + b[:, 0], np.float32(1e-12))
     md, bd = m[:, 1:] / (m[:, :1] + 1), b[:, 1:] / (b[:, :1] + 1)
     feat[:, 1:] = (md - bd) / (md + bd + 1)
-    sd = feat.std(axis=0, ddof=1) if len(feat) > 1 else np.zeros(feat.shape[1])
-    feat = np.where(sd > 0, (feat - feat.mean(axis=0)) / np.where(sd > 0, sd, 1), 0.0)
-    names = sorted(set(models))
-    onehot = np.zeros((len(models), len(names) + 1))  # last column: the baseline, at -1
-    onehot[np.arange(len(models)), [names.index(x) for x in models]] = 1
-    onehot[:, -1] = -1
+    sd = feat.std(axis=0, ddof=1) if len(feat) > 1 else np.zeros(feat.shape[1], dtype=np.float32)
+    return np.where(sd > 0, (feat - feat.mean(axis=0)) / np.where(sd > 0, sd, 1), 0).astype(np.float32)
+
+
+def style_controlled(models: Sequence[str], outcomes: Sequence[float], model_meta: Sequence[dict[str, Any]],
+                     base_meta: Sequence[dict[str, Any]], baseline: str, seed: int,
+                     rounds: int = 100) -> tuple[dict[str, Interval], list[float]]:
+    """Per model the style-controlled win rate against the baseline, and the median style coefficients.
+    Battles are resampled by one `randint(0, N, (rounds, N))` from RandomState(seed); the indicator
+    columns are the models and the baseline in sorted order (+1 for the model, -1 for the baseline)."""
+    feat = style_features(model_meta, base_meta)
+    names = sorted(set(models) | {baseline})
+    col = {n: i for i, n in enumerate(names)}
+    onehot = np.zeros((len(models), len(names)), dtype=np.float32)
+    onehot[np.arange(len(models)), [col[x] for x in models]] = 1
+    onehot[:, col[baseline]] = -1
     x = np.hstack([onehot, feat])
-    y = np.asarray(outcomes, dtype=float)
+    y = np.asarray(outcomes, dtype=np.float32)
     try:
         import torch  # noqa: F401
         fit = _fit_lbfgs
     except ImportError:
         fit = _fit_bt
-    coefs = np.array([fit(x[idx], y[idx]) for idx in (rng.integers(0, len(y), len(y)) for _ in range(rounds))])
-    probs = 1 / (1 + np.exp(-(coefs[:, :len(names)] - coefs[:, len(names):len(names) + 1])))
+    idxs = np.random.RandomState(seed).randint(0, len(y), size=(rounds, len(y)))
+    coefs = np.array([fit(x[idx], y[idx]) for idx in idxs])
+    k = len(names)
+    probs = 1 / (1 + np.exp(-(coefs[:, :k] - coefs[:, [col[baseline]]])))
     out = {n: Interval(100 * np.quantile(probs[:, i], 0.5), 100 * np.quantile(probs[:, i], 0.05),
-                       100 * np.quantile(probs[:, i], 0.95)) for i, n in enumerate(names)}
-    return out, np.median(coefs[:, len(names) + 1:], axis=0).tolist()
+                       100 * np.quantile(probs[:, i], 0.95)) for i, n in enumerate(names) if n != baseline}
+    return out, np.median(coefs[:, k:], axis=0).tolist()

@@ -118,7 +118,9 @@ def _run(args: argparse.Namespace) -> int:
                                     {**info, "model_outputs": str(m.path), "preference_methods": methods})
         results[m.generator] = (ae.win_rate(recs), path, "token" in methods)
     _print(results, evaluator, signature, reference.generator, args.seed)
-    _print_length_controlled([path for _, path, _ in results.values()])
+    from ..benchmarks.tables import judge_check_line
+
+    print(judge_check_line(args.save_path, signature), end="")
     if any(fallback for _, _, fallback in results.values()):
         print("note: the judge gave no log-probabilities: preferences were read from the generated token "
               "(m -> 1, M -> 2, as a binarized AlpacaEval config reads them), so the win rate is a discrete one",
@@ -141,36 +143,43 @@ def _fmt(x: float | None) -> str:
 
 
 def _print(results: dict[str, Any], evaluator: Any, judge: dict[str, Any], baseline: str, seed: int) -> None:
-    print(f"AlpacaEval: annotator {evaluator.name}, judge {judge.get('model')}, baseline {baseline}, seed {seed}")
-    print(f"{'model':<28}{'win rate':>9}{'s.e.':>7}{'discrete':>9}{'n':>6}{'invalid':>8}{'failed':>7}")
+    """One table: each model's raw win rate beside its length-controlled one, then where the files are."""
+    from ..benchmarks.tables import alpaca_eval_table, wrap
+
+    lc, lc_note = _length_controlled([path for _, path, _ in results.values()])
+    rows = []
     for name, (w, _, _) in results.items():
-        print(f"{name[:27]:<28}{_fmt(w.win_rate):>9}{_fmt(w.standard_error):>7}{_fmt(w.discrete_win_rate):>9}"
-              f"{w.n_total:>6}{w.n_invalid:>8}{w.n_failed:>7}")
-    print("win rate: the model's mean preference (probability-weighted), %; s.e.: its standard\n"
-          "error; discrete: wins (preference > 1.5) with draws as halves, %; invalid: kept, not counted")
+        row = {"model": name, "win_rate": w.win_rate, "standard_error": w.standard_error,
+               "discrete_win_rate": w.discrete_win_rate, "n_total": w.n_total, "n_invalid": w.n_invalid,
+               "n_failed": w.n_failed}
+        row.update({k: lc.get(name, {}).get(k) for k in ("length_controlled_winrate", "lc_standard_error",
+                                                         "avg_length")})
+        rows.append(row)
+    print(wrap(f"AlpacaEval: annotator {evaluator.name}, judge {judge.get('model')}, baseline {baseline}, "
+               f"seed {seed}"), end="")
+    print(alpaca_eval_table(rows), end="")
+    print(wrap("win rate: the model's mean preference (probability-weighted), %, with its standard error; LC "
+               f"win: AlpacaEval 2's length-controlled win rate, {lc_note}; discrete: wins with draws as "
+               "halves, %; len: mean output length (characters); inv: kept in the file, not counted; fail: the "
+               "judge call failed."), end="")
     for name, (_, path, _) in results.items():
         print(f"  {name}: {path}")
 
 
-def _print_length_controlled(paths: Sequence[Path]) -> None:
-    """AlpacaEval's length-controlled win rates of the models just judged, when the project's AlpacaEval
-    leaderboard module is there to compute them (the models judged together form its reference set)."""
+def _length_controlled(paths: Sequence[Path]) -> tuple[dict[str, dict[str, Any]], str]:
+    """AlpacaEval's length-controlled win rates of the models just judged, the models judged together
+    being the reference set (`eval.py leaderboard --alpaca-eval` refits them over a larger one)."""
+    from ..benchmarks import alpaca_eval as board
+
     try:
-        from ..benchmarks import alpaca_eval as board
-    except ImportError:
-        return
-    read, fit = getattr(board, "read_annotations", None), getattr(board, "leaderboard", None)
-    if read is None or fit is None:
-        return
-    try:
-        rows = fit([m for p in paths for m in read(p)]).rows
+        b = board.leaderboard([m for p in paths for m in board.read_annotations(p)])
     except InputError as exc:
-        print(f"note: no length-controlled win rate: {exc}", file=sys.stderr)
-        return
-    print("length-controlled win rate (AlpacaEval's LC; a fit over these models and instructions only):")
-    for r in rows:
-        print(f"  {str(r['model'])[:27]:<28}{_fmt(r.get('length_controlled_winrate')):>9}"
-              f"{_fmt(r.get('lc_standard_error')):>7}  {r.get('lc_method', '')}")
+        return {}, f"not computed ({exc})"
+    k = len(b.reference_models)
+    note = (f"{b.lc_method}, fitted over the {k} model{'' if k == 1 else 's'} judged here" +
+            ("; `eval.py leaderboard --alpaca-eval` with more models fits instruction difficulty jointly"
+             if k < 2 else ""))
+    return {str(r["model"]): r for r in b.rows}, note
 
 
 def _dry_run(planned: dict[str, Sequence[Any]], evaluator: Any, opts: JudgeOptions, baseline: str) -> int:

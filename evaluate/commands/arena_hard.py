@@ -105,6 +105,7 @@ def _run(args: argparse.Namespace) -> int:
     cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
              Path(opts.cache) if isinstance(opts.cache, str) else None)
     backend = open_backend(opts, cache)
+    signature = backend.signature()
     failed = 0
     try:
         for m in models:
@@ -124,7 +125,10 @@ def _run(args: argparse.Namespace) -> int:
     except InputError as exc:
         print(f"exit 3: no verdict could be scored ({exc})", file=sys.stderr)
         return EXIT_RUN_ERRORS
-    _print(cols, rows, opts.model, baseline.model)
+    from ..benchmarks.tables import arena_hard_table, judge_check_line
+
+    print(arena_hard_table(rows, opts.model, baseline.model, ah.lengths_note(args.save_path)), end="")
+    print(judge_check_line(args.save_path, signature), end="")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols)
     w.writeheader()
@@ -135,15 +139,3 @@ def _run(args: argparse.Namespace) -> int:
         print(f"exit 3: the judge failed on {failed} game(s) (left null); run again to judge them", file=sys.stderr)
         return EXIT_RUN_ERRORS
     return EXIT_OK
-
-
-def _fmt(x: object) -> str:
-    return "-" if x is None else f"{x:.1f}" if isinstance(x, float) else str(x)
-
-
-def _print(cols: list[str], rows: list[dict], judge: str, baseline: str) -> None:
-    print(f"Arena-Hard: judge {judge}, baseline {baseline}; scores: win rate vs the baseline, %, with 90% "
-          "bootstrap intervals; sc_: style-controlled (length, markdown)")
-    print("".join(f"{c:>12}" if i else f"{c:<28}" for i, c in enumerate(cols)))
-    for r in rows:
-        print("".join(f"{_fmt(r[c]):>12}" if i else f"{str(r[c])[:27]:<28}" for i, c in enumerate(cols)))

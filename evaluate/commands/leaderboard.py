@@ -1,5 +1,5 @@
 """`eval.py leaderboard --alpaca-eval PATH... [--out FILE.csv]` and
-`eval.py leaderboard --arena-hard BENCH_DIR [--judge NAME] [--baseline NAME] [--out FILE.csv]`
+`eval.py leaderboard --arena-hard BENCH_DIR [--judge NAME] [--baseline NAME] [--seed S] [--out FILE.csv]`
 
 AlpacaEval 2: every annotations file given (a file, a folder of them, or AlpacaEval's results
 folder) is one model, and all of them together form the reference set the length-controlled win
@@ -9,7 +9,8 @@ n_wins_base, n_draws, n_total, discrete_win_rate, avg_length, length_controlled_
 lc_standard_error, then how the LC column was made (lc_method, lc_alignment, lc_reference_models,
 lc_reference_set: a hash of the reference models' names). Rows sorted by LC win rate.
 
-Arena-Hard: the rows of evaluate.benchmarks.arena_hard.leaderboard_table, written as they come.
+Arena-Hard: the rows of evaluate.benchmarks.arena_hard.leaderboard_table, written as they come; the
+bootstrap draws are those of show_result.py after np.random.seed(S) (default 0).
 
 Exit codes: 0 done; 2 bad input (one `error:` line).
 """
@@ -45,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lc-align", choices=("position", "instruction"), default="position",
                    help="AlpacaEval: which instruction difficulty a row gets in the LC fit: by row position "
                         "as AlpacaEval does (default; reproduces its published numbers) or by instruction text")
+    p.add_argument("--seed", type=int, default=0, help="Arena-Hard: bootstrap seed (show_result.py's draws after "
+                                                      "np.random.seed(SEED))")
     p.add_argument("--out", type=Path, metavar="FILE.csv", help="write the leaderboard here (CSV)")
     return p
 
@@ -132,11 +135,13 @@ def _arena_hard(args: argparse.Namespace) -> int:
         raise InputError("--lc-align applies to --alpaca-eval")
     from ..benchmarks.arena_hard import leaderboard_table
 
-    columns, rows = leaderboard_table(args.arena_hard, args.judge, baseline=args.baseline)
-    table = [" | ".join(str(c) for c in columns)]
-    for r in rows:
-        table.append(" | ".join(_cell(round(v, 2) if isinstance(v, float) else v) for v in (r.get(c) for c in columns)))
-    print("\n".join(_fit(line, WIDTH) for line in table))
+    from ..benchmarks.arena_hard import _judge_dir, lengths_note
+    from ..benchmarks.tables import arena_hard_table
+
+    columns, rows = leaderboard_table(args.arena_hard, args.judge, baseline=args.baseline, seed=args.seed)
+    base = next((r["model"] for r in rows if r["n_questions"] == 0 and r["score"] == 50.0), args.baseline or "?")
+    print(arena_hard_table(rows, _judge_dir(args.arena_hard, args.judge).name, base, lengths_note(args.arena_hard)),
+          end="")
     if args.out:
         atomic_write_text(args.out, _csv(columns, [[r.get(c) for c in columns] for r in rows]))
         print(f"wrote {args.out}")
