@@ -70,3 +70,25 @@ def test_runs_without_shared_items_or_models_are_refused(tmp_path, capsys):
     assert main(["compare", str(a), str(tmp_path / "b"), "--model", "mymodel:someone_else"]) == 0
     assert main(["compare", str(a), str(tmp_path / "b"), "--model", "mymodel"]) == 2
     assert "expected A_NAME:B_NAME" in capsys.readouterr().err
+
+
+def test_compare_writes_a_report_of_both_runs(tmp_path, capsys):
+    """--report: one page with run A's and run B's model side by side, the pair's verdict, every item once."""
+    a = _run(tmp_path, "yesterday", "answers_model_b.json")
+    b = _run(tmp_path, "today", "answers_model_a.json")
+    capsys.readouterr()
+    out = tmp_path / "cmp" / "report.html"
+    assert main(["compare", str(a), str(b), "--report", str(out)]) == 0
+    assert f"report: {out}" in capsys.readouterr().out
+    html = out.read_text(encoding="utf-8")
+    data = json.loads(html.split('id="report-data">', 1)[1].split("</script>", 1)[0])
+    assert data["models"] == ["A:mymodel", "B:mymodel"]
+    n_items = len(json.loads((b / "results" / "mymodel.json").read_text())["items"])
+    assert len(data["items"]) == n_items
+    # both runs' answers of an item, side by side: yesterday's (model_b's) and today's (model_a's)
+    first = data["items"][0]
+    want = {json.loads((EN / f).read_text())[0]["output"] for f in ("answers_model_b.json", "answers_model_a.json")}
+    assert set(first["o"]) == want
+    # the pair's headline: ROUGE-L over all items, B (today's checkpoint) ahead
+    assert "A:mymodel" in html and "ROUGE-L" in html
+    assert f"Two runs compared: A = {a}, B = {b}" in html

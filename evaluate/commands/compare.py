@@ -26,6 +26,9 @@ def main(argv: list[str]) -> int:
                    help="compare these two models (repeatable); default: every model name in both runs")
     p.add_argument("--out", type=Path, help="also write the comparisons (JSON) here")
     p.add_argument("--all", action="store_true", help="every row, not only the '(all)' rows and significant ones")
+    p.add_argument("--report", type=Path, metavar="FILE.html", help="also write the comparison as a report: each "
+                   "model as A:<model> and B:<model>, the pairs' verdicts, forest plots and both runs' answers side by "
+                   "side in the item browser")
     args = p.parse_args(argv)
     pairs = None
     if args.model:
@@ -66,4 +69,9 @@ def main(argv: list[str]) -> int:
           "ones; exploratory rows are leads, not findings")
     if args.out:
         atomic_write_json(args.out, {"schema": "llm-eval-run-comparison/2", "comparisons": comps})
+    if args.report:
+        from ..pipeline.runs_compare import comparison_view
+        from ..report.page import write_report
+
+        print(f"report: {write_report(args.run_b, args.report, data=comparison_view(args.run_a, args.run_b, comps))}")
     return EXIT_OK

@@ -59,6 +59,21 @@ def compare_runs(path_a: Path, path_b: Path, *, models: list[tuple[str, str]] | 
     return out
 
 
+def comparison_view(path_a: Path, path_b: Path, comparisons: list[dict[str, Any]]) -> Any:
+    """The two runs as one report's content (evaluate.report.data.SaveData): each compared model once
+    per run, named `A:<model>` and `B:<model>` as in the comparisons, so the report's pairs, forest
+    plots and item browser show run A's and run B's answers and scores side by side."""
+    from ..report.data import SaveData
+
+    ra, rb = _read(path_a), _read(path_b)
+    results: dict[str, dict[str, Any]] = {}
+    for comp in comparisons:
+        for name, runs in ((comp["model_a"], ra), (comp["model_b"], rb)):
+            results.setdefault(name, dict(runs[name[2:]], model=name))
+    return SaveData(path=Path(path_b), results=list(results.values()), comparisons=comparisons,
+                    manifest={"compared_runs": {"A": str(path_a), "B": str(path_b)}})
+
+
 def refused_rows(comparisons: list[dict[str, Any]]) -> list[str]:
     """A line per (model, score) that could not be compared, naming the differing signature fields."""
     lines, seen = [], set()

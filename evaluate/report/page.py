@@ -81,7 +81,8 @@ def render(data: SaveData) -> str:
 def context(data: SaveData) -> dict[str, Any]:
     manifest = data.manifest or {}
     return {
-        "title": f"Evaluation report: {', '.join(data.models)}",
+        "title": (f"Two runs compared: A = {manifest['compared_runs']['A']}, B = {manifest['compared_runs']['B']}"
+                  if manifest.get("compared_runs") else f"Evaluation report: {', '.join(data.models)}"),
         "save_path": str(data.path),
         "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "models": data.models,
