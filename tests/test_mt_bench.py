@@ -248,7 +248,13 @@ def test_single_mode_prompts_scores_and_tables(data, fake_openai, tmp_path, caps
         assert set(e["categories"]) == {q["category"] for q in selected_questions(data)}
     assert len(summary["invalid"]) == len(invalid)
     assert {i["judgment"] for i in summary["invalid"]} == {r["judgment"] for r in invalid}
-    assert {p["part"] for p in summary["stats"]["paired"]} == {"turn_1", "turn_2", "overall"}
+    # paired comparisons are the save path's own, per category and per turn (not Holm over a table here)
+    assert "paired" not in summary["stats"]
+    comp = json.loads((out / "comparisons" / "gpt-3.5-turbo__vs__vicuna-13b-v1.3.json").read_text())
+    rows = {(r["category"], r["score"]) for r in comp["rows"]}
+    cats = {q["category"] for q in selected_questions(data)} | {"(all)"}
+    keys = {"MT-bench/score", "MT-bench/score@turn1", "MT-bench/score@turn2"}
+    assert {c for c, _ in rows} == cats and {k for _, k in rows} == keys
 
 
 @pytest.mark.parametrize("mode", ["pairwise-baseline", "pairwise-all"])
