@@ -320,6 +320,8 @@ def test_all_pairs_of_three_models(data, fake_openai, tmp_path, capsys) -> None:
     got = {d["model"]: (d["win"], d["loss"], d["tie"]) for d in summary["fastchat"]["pairwise"]}
     assert got == {m: v[:3] for m, v in expected.items()} and len(got) == 3
     assert len(summary["stats"]["pairs"]) == 3
+    ranking = json.loads((out / "battles" / "ranking.json").read_text())  # the project's ranking of the three
+    assert len(list((out / "battles").glob("*__vs__*.json"))) == 3 and "model-c" in json.dumps(ranking)
 
 
 def test_show_result_tie_rules_hand_computed() -> None:
