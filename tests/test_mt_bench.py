@@ -438,6 +438,13 @@ def test_rerun_sends_nothing_and_pairs_match_in_either_order(data, fake_openai, 
     reverse = [ANSWERS / "gpt-3.5-turbo.jsonl", ANSWERS / "vicuna-13b-v1.3.jsonl"]
     assert run(data, cfg, out, "pairwise-all", answers=reverse) == 0  # the same pairs, the other way round
     assert fake_openai.chat_calls == paid
+    # the rows read back the other way round are turned to the battle's own sides
+    one = json.loads((out / "battles" / "vicuna-13b-v1.3__vs__gpt-3.5-turbo.json").read_text())
+    other = json.loads((out / "battles" / "gpt-3.5-turbo__vs__vicuna-13b-v1.3.json").read_text())
+    assert (other["fastchat"]["win"], other["fastchat"]["loss"]) == (one["fastchat"]["loss"], one["fastchat"]["win"])
+    assert one["fastchat"]["win"] != one["fastchat"]["loss"]
+    flip = {"A": "B", "B": "A", "tie": "tie", "invalid": "invalid"}
+    assert [flip[it["verdict"]] for it in one["items"]] == [it["verdict"] for it in other["items"]]
 
 
 def test_judge_failures_exit_3_and_are_not_written(data, fake_openai, tmp_path) -> None:

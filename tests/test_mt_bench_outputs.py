@@ -169,7 +169,8 @@ def test_single_results_are_show_result_numbers(data, fake_openai, tmp_path, cap
 def test_single_invalid_turn_is_invalid_never_averaged(data, fake_openai, tmp_path) -> None:
     fake_openai.reply_fn = judge_reply  # some replies hold no rating (FastChat's -1)
     out = tmp_path / "out"
-    assert run(judge_config(tmp_path, fake_openai), out, "single", "--no-charts") == 0
+    assert run(judge_config(tmp_path, fake_openai), out, "single") == 0
+    assert {p.stem for p in (out / "charts" / "MT-bench").glob("*.png")} >= {"overview", "math", "writing"}
     path = out / "model_judgment" / "gpt-4_single.jsonl"
     table, scores = show_single(path), file_scores(path)
     raw = {(r["model"], str(r["question_id"]), r["turn"]): r["judgment"] for r in jsonl(path)}
@@ -333,10 +334,13 @@ def test_config_form_writes_what_the_flags_write(data, fake_openai, tmp_path) ->
 
 
 def test_config_dry_run_is_free(data, fake_openai, tmp_path, capsys) -> None:
-    cfg = _config(tmp_path, fake_openai, "pairwise-all")
+    cfg = _config(tmp_path, fake_openai, "pairwise-all", "  judge_check: 5\n")
     assert cli(["mt-bench", "--config", str(cfg), "--dry-run"]) == 0
     assert fake_openai.chat_calls == 0 and not (tmp_path / "out_cfg").exists()
-    assert "total" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    total = int(next(x for x in printed.splitlines() if x.startswith("total")).split()[1])
+    assert total == 2 * 2 * 8 * LIMIT  # both orders, both turns, 8 categories
+    assert "judge check: at most 40 more calls" in printed  # 5 turns x 4 corruptions x 2 orders
 
 
 @pytest.mark.parametrize("edit, expected", [

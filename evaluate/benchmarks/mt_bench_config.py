@@ -32,7 +32,8 @@ TOP_KEYS = ("mt_bench", "judge", "save_path")
 
 @dataclass
 class MtBenchOptions:
-    data: str | None = option(None, "FastChat's data/mt_bench folder (question.jsonl, reference_answer/)", nonempty=True)
+    data: str | None = option(None, "FastChat's data/mt_bench folder (question.jsonl, reference_answer/)",
+                              nonempty=True)
     answers: list[str] | None = option(None, "model_answer/<model>.jsonl files; the file name names the model")
     mode: Literal["single", "pairwise-baseline", "pairwise-all"] | None = option(
         None, "single, pairwise-baseline or pairwise-all")

@@ -113,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
     inputs = bench.load_inputs(args.data, args.answers, judge_model=opts.model, mode=args.mode, baseline=baseline,
                                prompts_path=args.judge_prompts, limit=args.limit)
     if args.dry_run:
-        return _dry_run(inputs, args.mode, baseline, opts, args.save_path)
+        return _dry_run(inputs, args.mode, baseline, opts, args.save_path, args.judge_check)
     if opts.backend == "local" and opts.max_tokens < 2048:
         print(f"note: judge.max_tokens {opts.max_tokens} caps the local judge's replies (FastChat asks for 2048)",
               file=sys.stderr)
@@ -195,7 +195,8 @@ def _check_summary(record: dict[str, Any] | None, key: str) -> dict[str, Any]:
     return summary_of(record, key, None)
 
 
-def _dry_run(inputs: Any, mode: str, baseline: str | None, opts: JudgeOptions, out: Path) -> int:
+def _dry_run(inputs: Any, mode: str, baseline: str | None, opts: JudgeOptions, out: Path,
+             judge_check: int | None) -> int:
     from ..benchmarks import mt_bench as bench
     from ..benchmarks import mt_bench_files as files
     from ..benchmarks.mt_bench_judge import plan
@@ -211,4 +212,9 @@ def _dry_run(inputs: Any, mode: str, baseline: str | None, opts: JudgeOptions, o
         left = todo.calls.get(name, 0)
         print(f"{name:<30}{n:>14}{n - left:>14}{left:>10}")
     print(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{todo.total:>10}")
+    if judge_check:
+        from ..judgecheck.mt_bench import most_calls
+
+        print(f"judge check: at most {most_calls(matches, inputs.models, mode, judge_check)} more calls "
+              f"({judge_check} judged turns x each corruption that applies; the cache may hold some)")
     return EXIT_OK

@@ -71,7 +71,8 @@ class _Turn:
         return f"{self.match.question.question_id}/turn{self.match.turn}/{self.model}"
 
 
-def _candidates(matches: Sequence[Match], records: Sequence[Any], models: Sequence[str]) -> list[_Turn]:
+def candidates(matches: Sequence[Match], records: Sequence[Any], models: Sequence[str]) -> list[_Turn]:
+    """Every judged (model, question, turn) of the run: a single match's own, and in a pair each side's."""
     out, seen = [], set()
     for m, r in zip(matches, records):
         if isinstance(m, SingleMatch):
@@ -145,13 +146,20 @@ def _usage(backend: Backend) -> dict[str, Any] | None:
                                   "completion_tokens", "cost_usd")} if isinstance(u, dict) else None
 
 
+def most_calls(matches: Sequence[Match], models: Sequence[str], mode: str, n: int,
+               corruptions: Sequence[str] = CORRUPTIONS) -> int:
+    """The most judge calls the check of N turns makes (a corruption that does not apply makes none)."""
+    turns = min(n, len(candidates(matches, [None] * len(matches), models)))
+    return turns * len(corruptions) * (1 if part_of(mode) == "rating" else 2)
+
+
 def sanity_on_run(backend: Backend, inputs: Inputs, matches: Sequence[Match], records: Sequence[Any], mode: str, *,
                   n: int, seed: int = 0, corruptions: Sequence[str] = CORRUPTIONS,
                   log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """The label-free check of the run's judge on N of its judged turns (module docstring); the
     `sanity` record of the judge check's store."""
     part = part_of(mode)
-    turns = select_turns(_candidates(matches, records, inputs.models), n, seed)
+    turns = select_turns(candidates(matches, records, inputs.models), n, seed)
     cats = list(dict.fromkeys(t.match.question.category for t in turns))
     log(f"judge check on the run's conversations: {len(turns)} judged turns ({', '.join(cats)}), "
         f"{', '.join(corruptions)}; FastChat's {'rating' if part == 'rating' else 'pair'} prompts")

@@ -41,8 +41,9 @@ from typing import Any, Callable, Sequence
 
 from .. import __version__
 from ..backends.cache import VOLATILE_FIELDS
-from ..benchmarks.mt_bench import Inputs, Match, RunResult
-from ..benchmarks.mt_bench_judge import PairJudgment, PairMatch, SingleJudgment, SingleMatch
+from ..benchmarks.mt_bench import Inputs, RunResult
+from ..benchmarks.mt_bench_judge import PairJudgment, PairMatch, SingleJudgment
+from ..core.errors import InputError
 from ..core.io import clean_json
 from ..core.records import Record, Turn, turn_key
 from ..core.scores import Invalid, ItemScores
@@ -160,11 +161,7 @@ def _turn_item(j: PairJudgment, model_a: str) -> BattleItem:
     g1 = _order(verdict(j.g1_winner), "A" if j.model_1 == model_a else "B", j.g1)
     g2 = _order(verdict(j.g2_winner), "A" if j.model_2 == model_a else "B", j.g2)
     orders = sorted([g1, g2], key=lambda o: o.order)
-    w = j.winner
-    if w is None:
-        v = "invalid"
-    else:
-        v = verdict(w) or "invalid"
+    v = verdict(j.winner) or "invalid"
     both = {g1.verdict, g2.verdict}
     return BattleItem(id=str(j.question_id), verdict=v, orders=orders, category=j.category, turn=j.turn,
                       inconsistent=j.valid and g1.verdict != g2.verdict, flipped=j.valid and both == {"A", "B"})
@@ -193,7 +190,6 @@ def fastchat_pair_counts(items: Sequence[BattleItem]) -> dict[str, Any]:
 def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, list[Record]]) -> None:
     from ..families.gpt import by_category, controlled, style_controlled_ranking
     from ..stats.bradley_terry import rank
-    from ..core.errors import InputError
 
     sig = {**_base_signature(result.summary, "pairwise"), "prompt": sorted({m.prompt.name for m in result.matches}),
            "both_orders": True, "turn_rule": "show_result.py: the two games agree, else a tie; an error game: invalid",
