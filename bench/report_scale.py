@@ -2,7 +2,7 @@
 
 Generates a synthetic save path (10,000 items x 3 models by default: Metrics and GPT scores,
 judge details, some invalid scores, battles in both orders with raw replies, a Bradley-Terry-
-style ranking, comparisons for every pair, the charts), writes the report, and loads it in
+style ranking, comparisons for every pair as a run computes them, the charts), writes the report, and loads it in
 headless Chromium from file://: navigationStart -> load event, and -> the item browser's first
 render (the page's "browser-rendered" performance mark). Prints the numbers and the machine.
 
@@ -92,25 +92,11 @@ def generate(save: Path, n_items: int, n_models: int, seed: int = 0) -> None:
                           {"summary": summary, "signature": {"evaluator": "battle"}, "items": items,
                            "by_category": {}, "controlled": {"lc_win_rate": wr, "lc_ci": [wr - .02, wr + .02],
                                                              "length_coef": 0.1}})
-        rows = []
-        for cat in ["(all)"] + CATS:
-            for key in ("Metrics/BLEU-4", "Metrics/ROUGE-L", "Metrics/BERTScore-F1", "GPT/relevance", "GPT/correctness"):
-                diff = rng.uniform(-0.1, 0.15)
-                sig = abs(diff) > 0.05
-                rows.append({"category": cat, "score": key, "signature": key, "scale": [0, 1] if "Metrics" in key else [1, 5],
-                             "n": n_items, "dropped": 0, "mean_a": 0.5 + diff, "mean_b": 0.5, "diff": diff,
-                             "ci95": [diff - 0.03, diff + 0.03], "p": 0.001 if sig else 0.4,
-                             "p_holm": 0.01 if sig else 0.9, "test": "paired bootstrap", "mde": 0.03,
-                             "effect_size": diff / 0.2,
-                             "verdict": ("A better" if diff > 0 else "B better") if sig else "no detectable difference",
-                             "better": (a if diff > 0 else b) if sig else None})
-        atomic_write_json(save / "comparisons" / f"{a}__vs__{b}.json",
-                          {"schema": "llm-eval-comparison/1", "model_a": a, "model_b": b,
-                           "method": {"interval": "paired bootstrap, percentile", "level": 0.95, "resamples": 2000,
-                                      "seed": 0, "adjustment": f"Holm over {len(rows)} comparisons", "alpha": 0.05},
-                           "rows": rows})
     atomic_write_json(save / "manifest.json", {"run_id": "synthetic", "status": "ok", "config": {"synthetic": True},
                                                "config_hash": "0" * 64, "versions": {}, "errors": [], "usage": {}})
+    from evaluate.pipeline.comparisons import write_comparisons
+
+    write_comparisons(save)  # every pair decided as a run decides it, from the result files
     from evaluate.pipeline.charts import write_charts
     from evaluate.pipeline.results import load_all
 

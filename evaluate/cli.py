@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("evaluate.commands.report", "write the HTML report of a save path"),
     "summary": ("evaluate.commands.summary", "print the closing lines of an earlier run"),
     "compare": ("evaluate.commands.compare", "compare two runs of the same models on the same items"),
+    "prompts": ("evaluate.commands.prompts", "list the GPT metrics an evaluation prompt file defines"),
     "merge": ("evaluate.commands.merge", "join the save paths of sharded runs (--shard I/N)"),
     "meta-eval": ("evaluate.commands.metaeval", "how well an evaluator agrees with human labels"),
     "judge-check": ("evaluate.commands.judgecheck", "can I trust this judge on this kind of data?"),

@@ -1,6 +1,6 @@
 """Save paths for the report tests: a real run of the pipeline (Metrics and the GPT judge against
 the fake OpenAI-compatible server, three models, one of them answering with hostile HTML), plus
-a hand-written comparisons/ file in the llm-eval-comparison/1 schema."""
+a hand-written comparisons/ file in the llm-eval-comparison/2 schema."""
 
 from __future__ import annotations
 
@@ -69,29 +69,42 @@ def run_pipeline(tmp: Path, server, *, models: int = 3) -> Path:
     return tmp / "save"
 
 
-def comparison_row(category, score, n, mean_a, mean_b, lo, hi, p_holm, mde, scale=(0, 1)):
+def comparison_row(category, score, n, mean_a, mean_b, interval, p_adj, role="exploratory", m=1, scale=(0, 1)):
+    """A row of the llm-eval-comparison/2 schema whose verdict agrees with its interval (or, below 10
+    items, with its exact test)."""
     diff = mean_a - mean_b
-    sig = p_holm < 0.05
+    if interval is not None:
+        sig = interval[0] > 0 or interval[1] < 0
+    else:
+        sig = p_adj < 0.05
     verdict = ("A better" if diff > 0 else "B better") if sig else "no detectable difference"
-    return {"category": category, "score": score, "signature": f"{score}|fixture", "scale": list(scale) if scale else None,
-            "n": n, "dropped": 0, "mean_a": mean_a, "mean_b": mean_b, "diff": diff, "ci95": [lo, hi], "p": p_holm / 2,
-            "p_holm": p_holm, "test": "paired bootstrap", "mde": mde, "effect_size": diff / 0.2, "verdict": verdict,
+    level = 1 - 0.05 / m if role == "confirmatory" else 0.95
+    note = None if interval is not None else f"too few items (n = {n} < 10) for a bootstrap interval"
+    detectable = (f"n = {n} detects |A − B| of about 0.4 or more (80% power, alpha = 0.05)" if n >= 10 else
+                  f"n = {n}: too few pairs for any test at alpha = 0.05 (smallest attainable p = {2 / 2 ** n:.3g})")
+    return {"category": category, "score": score, "role": role, "signature": f"{score}|fixture",
+            "scale": list(scale) if scale else None, "n": n, "dropped": 0, "mean_a": mean_a, "mean_b": mean_b,
+            "diff": diff, "interval": interval, "level": level, "simultaneous": role == "confirmatory" and m > 1,
+            "interval_note": note, "p": min(1.0, p_adj / m), "p_adj": p_adj, "m": m if role == "confirmatory" else 1,
+            "test": "fixture", "detectable": detectable, "effect_size": diff / 0.2, "verdict": verdict,
             "better": None}
 
 
 def write_comparisons(save: Path, a: str = "model_a", b: str = "model_b") -> Path:
-    rows = [comparison_row("(all)", "GPT/correctness", 5, 4.7, 1.6, 2.6, 3.5, 0.004, 0.6, (1, 5)),
-            comparison_row("closed_qa", "Metrics/BLEU-4", 2, 0.5, 0.1, -0.2, 0.9, 0.41, 0.8),
-            comparison_row("closed_qa", "GPT/relevance", 2, 4.7, 1.6, 1.9, 4.1, 0.03, 1.2, (1, 5)),
-            comparison_row("classification", "Metrics/F1", 3, 1.0, 0.0, 0.6, 1.0, 0.02, 0.5),
-            comparison_row("open_qa", "Metrics/Distinct-2", 3, 0.95, 0.97, -0.1, 0.06, 0.8, 0.15),
-            comparison_row("open_qa", "Metrics/Distinct-1", 3, 0.9, 0.88, -0.05, 0.08, 0.9, 0.12, None)]
+    rows = [comparison_row("(all)", "GPT/correctness", 12, 4.7, 1.6, [2.6, 3.5], 0.004, "confirmatory", 2, (1, 5)),
+            comparison_row("(all)", "Metrics/BLEU-4", 12, 0.3, 0.28, [-0.05, 0.09], 0.8, "confirmatory", 2),
+            comparison_row("closed_qa", "Metrics/BLEU-4", 2, 0.5, 0.1, None, 0.5),
+            comparison_row("closed_qa", "GPT/relevance", 10, 4.7, 1.6, [1.9, 4.1], 0.03, scale=(1, 5)),
+            comparison_row("classification", "Metrics/F1", 12, 1.0, 0.0, [0.6, 1.0], 0.02),
+            comparison_row("open_qa", "Metrics/Distinct-2", 3, 0.95, 0.97, None, 1.0),
+            comparison_row("open_qa", "Metrics/Distinct-1", 12, 0.9, 0.88, [-0.05, 0.08], 0.9, scale=None)]
     for r in rows:
         r["better"] = a if r["verdict"] == "A better" else b if r["verdict"] == "B better" else None
-    data = {"schema": "llm-eval-comparison/1", "model_a": a, "model_b": b,
-            "method": {"interval": "paired bootstrap, percentile", "level": 0.95, "resamples": 2000, "seed": 0,
-                       "test": "paired bootstrap", "adjustment": f"Holm over {len(rows)} comparisons in this save path",
-                       "alpha": 0.05, "power": 0.8},
+    from evaluate.stats.family import family_method
+
+    data = {"schema": "llm-eval-comparison/2", "model_a": a, "model_b": b,
+            "method": {**family_method(2), "primary": ["GPT/correctness", "Metrics/BLEU-4"], "primary_from": "config",
+                       "resamples": 2000, "seed": 0, "power": 0.8},
             "rows": rows}
     path = save / "comparisons" / f"{a}__vs__{b}.json"
     path.parent.mkdir(parents=True, exist_ok=True)

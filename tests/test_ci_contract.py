@@ -289,7 +289,7 @@ def test_a_judge_cache_shared_across_save_paths(tmp_path):
             assert code == 0, err[-1500:]
             assert s.chat_calls == 3  # the second save path paid nothing
         assert (cache / "judge_cache.sqlite").is_file() and not (tmp_path / "out2" / "judge_cache.sqlite").exists()
-        assert "judge cache: " + str(cache / "judge_cache.sqlite") + ": 3 entries" in out
+        assert "judge cache: " + str(cache / "judge_cache.sqlite") + "\n  3 entries" in out  # the path on its own line
         assert "this run 3 hits, 0 misses (100% hits)" in out
 
 
@@ -325,11 +325,14 @@ def test_relative_gates_read_comparison_rows_and_battles():
 
     comp = {"model_a": "a", "model_b": "b", "rows": [
         {"category": "(all)", "score": "GPT/relevance", "mean_a": 4.0, "mean_b": 2.0, "better": "a",
-         "verdict": "A better", "p_holm": 0.001, "ci95": [1.5, 2.5]},
+         "verdict": "A better", "role": "confirmatory", "p_adj": 0.002, "interval": [1.5, 2.5], "level": 0.975,
+         "m": 2, "simultaneous": True},
         {"category": "(all)", "score": "Metrics/F1", "mean_a": 0.5, "mean_b": 0.6, "better": None,
-         "verdict": "no detectable difference", "p_holm": 0.4, "ci95": [-0.3, 0.1]}]}
-    assert worse_failures([comp], [parse_fail_if_worse("b:a:relevance")])[0].startswith(
-        "b worse than a on (all):GPT/relevance: mean 2.0000 vs 4.0000")
+         "verdict": "no detectable difference", "role": "confirmatory", "p_adj": 0.8, "interval": [-0.3, 0.1],
+         "level": 0.975, "m": 2, "simultaneous": True}]}
+    got = worse_failures([comp], [parse_fail_if_worse("b:a:relevance")])[0]
+    assert got == ("b worse than a on (all):GPT/relevance: mean 2.0000 vs 4.0000, confirmatory, p_adj = 0.002, "
+                   "simultaneous 95% interval of the difference 1.500 to 2.500")
     assert worse_failures([comp], [parse_fail_if_worse("a:b:relevance"), parse_fail_if_worse("b:a:F1")]) == []
     # the battle file holds model_a's win rate; the candidate may be either side: 7 wins, 2 ties, 1 loss of a
     battles = {"a__vs__b": {"summary": {"model_a": "a", "model_b": "b", "wins": 7, "ties": 2, "losses": 1,

@@ -1,4 +1,4 @@
-"""evaluate.comparisons: paired rows from result dicts, dropped counts, Holm over the save path, files."""
+"""evaluate.comparisons: paired rows from result dicts, dropped counts, one family per pair, files."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import stat
 
 import pytest
 
-from evaluate.pipeline.comparisons import SCHEMA, compare_results, load_results, write_comparisons
-from evaluate.stats import holm
+from evaluate.pipeline.comparisons import ROW_FIELDS, SCHEMA, compare_results, load_results, write_comparisons
 
 GPT_SIG = {"evaluator": "rating", "scale": [1, 5], "judge": "fake"}
 F1_SIG = {"metric": "F1 score", "scale": "0-1"}
@@ -58,8 +57,10 @@ def test_rows_of_two_models():
     assert [r["category"] for r in comp["rows"]] == ["chat", "chat", "qa", "qa", "(all)", "(all)"]
 
     qa_f1 = rows[("qa", "Metrics/F1")]
-    assert qa_f1["n"] == 12 and qa_f1["dropped"] == 0
-    assert qa_f1["diff"] == 0.25 and qa_f1["ci95"] == [0.25, 0.25]
+    assert qa_f1["n"] == 12 and qa_f1["dropped"] == 0 and qa_f1["role"] == "exploratory"
+    # every item differs by exactly 0.25: no spread to resample, the exact test decides (2 of 2^12 flips)
+    assert qa_f1["diff"] == 0.25 and qa_f1["interval"] is None and "exactly 0.25" in qa_f1["interval_note"]
+    assert qa_f1["p"] == pytest.approx(2 / 4096) and qa_f1["p_adj"] == qa_f1["p"]
     assert qa_f1["verdict"] == "A better" and qa_f1["better"] == "alpha"
     assert qa_f1["scale"] == [0.0, 1.0] and qa_f1["signature"] == F1_SIG
 
@@ -73,25 +74,35 @@ def test_rows_of_two_models():
     assert rows[("(all)", "GPT/relevance")]["n"] == 13 and rows[("(all)", "GPT/relevance")]["dropped"] == 2
     all_f1 = rows[("(all)", "Metrics/F1")]
     assert all_f1["n"] == 15 and all_f1["diff"] == pytest.approx(0.25 * 12 / 15)
+    # the primary scores over all items are the confirmatory family of this pair (m = 2)
+    assert all_f1["role"] == "confirmatory" and all_f1["m"] == 2 and all_f1["simultaneous"]
+    assert all_f1["level"] == pytest.approx(0.975) and all_f1["interval"][0] > 0 and all_f1["verdict"] == "A better"
+    assert comp["method"]["primary"] == ["GPT/relevance", "Metrics/F1"] and comp["method"]["primary_from"] == "default"
+    assert comp["method"]["adjustment"] == "Bonferroni within the pair's 2 primary scores (each at 0.025)"
 
 
-def test_holm_runs_over_every_row_of_every_pair():
+def test_each_pair_is_its_own_family_and_a_third_model_changes_nothing():
     f1_c = {i: F1_B[i] - 0.125 * (i % 2) for i in range(1, 16)}
     results = [_result("a", F1_A, GPT_A), _result("b", F1_B, GPT_B), _result("c", f1_c, GPT_B)]
     comps = compare_results(results, resamples=100)
     assert list(comps) == [("a", "b"), ("a", "c"), ("b", "c")]
-    flat = [r for comp in comps.values() for r in comp["rows"]]
-    assert len(flat) == 18
-    assert [r["p_holm"] for r in flat] == pytest.approx(holm([r["p"] for r in flat]))
-    for r in flat:
-        assert r["p_holm"] >= r["p"]
-        expected = ("no detectable difference" if r["p_holm"] >= 0.05 or r["diff"] == 0
-                    else "A better" if r["diff"] > 0 else "B better")
-        assert r["verdict"] == expected
-    assert comps[("a", "b")]["method"]["adjustment"] == "Holm over 18 comparisons in this save path"
-    # one pair alone is adjusted over its own 6 rows only: Holm over the save path is stricter
-    alone = _rows(compare_results(results[:2], resamples=100)[("a", "b")])
-    assert alone[("qa", "Metrics/F1")]["p_holm"] <= _rows(comps[("a", "b")])[("qa", "Metrics/F1")]["p_holm"]
+    alone = compare_results(results[:2], resamples=100)[("a", "b")]
+    assert comps[("a", "b")] == alone  # the verdicts of a and b do not depend on c
+    for comp in comps.values():
+        assert comp["method"]["confirmatory_tests"] == 2
+        for r in comp["rows"]:
+            assert r["role"] == ("confirmatory" if r["category"] == "(all)" else "exploratory")
+            assert r["p_adj"] == pytest.approx(min(1.0, r["p"] * r["m"]))
+
+
+def test_configured_primary_sets_the_family():
+    results = [_result("a", F1_A, GPT_A), _result("b", F1_B, GPT_B)]
+    comp = compare_results(results, primary=["Metrics/F1"], resamples=100)[("a", "b")]
+    rows = _rows(comp)
+    assert comp["method"]["primary_from"] == "config" and comp["method"]["confirmatory_tests"] == 1
+    assert rows[("(all)", "Metrics/F1")]["role"] == "confirmatory" and rows[("(all)", "Metrics/F1")]["m"] == 1
+    assert rows[("(all)", "GPT/relevance")]["role"] == "exploratory"
+    assert not rows[("(all)", "Metrics/F1")]["simultaneous"] and rows[("(all)", "Metrics/F1")]["level"] == 0.95
 
 
 def test_write_comparisons_files_and_mode(tmp_path):
@@ -112,10 +123,9 @@ def test_write_comparisons_files_and_mode(tmp_path):
 
     data = json.loads((tmp_path / "comparisons" / "model_a_1__vs__model_b.json").read_text(),
                       parse_constant=no_nan)
-    assert data["method"]["interval"] == "paired bootstrap, percentile" and data["method"]["resamples"] == 100
-    row_keys = ["category", "score", "signature", "scale", "n", "dropped", "mean_a", "mean_b", "diff", "ci95",
-                "p", "p_holm", "test", "mde", "effect_size", "verdict", "better"]
-    assert all(list(r) == row_keys for r in data["rows"])
+    assert data["method"]["interval"].startswith("expanded percentile bootstrap") and data["method"]["resamples"] == 100
+    assert data["schema"] == "llm-eval-comparison/2" and "primary scores over all items" in data["method"]["family"]
+    assert all(list(r) == list(ROW_FIELDS) for r in data["rows"])
     with open(tmp_path / "comparisons" / "comparisons.csv", newline="") as fh:
         lines = list(csv.DictReader(fh))
     assert len(lines) == len(data["rows"]) == 6

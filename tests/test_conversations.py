@@ -242,6 +242,7 @@ class El {
   appendChild(c) { if (c.isFragment) { c.children.forEach((x) => this.children.push(x)); } else this.children.push(c); return c; }
   addEventListener() {}
   setAttribute(k, v) { this.attrs[k] = v; }
+  querySelector(sel) { return sel === "summary" ? (this._summary = this._summary || new El("summary")) : null; }
   set textContent(v) { this.children = []; this._text = String(v); }
   get textContent() { return this._text + this.children.map((c) => c.textContent).join(""); }
   set innerHTML(v) { throw new Error("innerHTML used"); }
@@ -250,13 +251,14 @@ class El {
 }
 const ids = {};
 for (const id of ["f-cat", "f-key", "f-m1", "f-m2", "f-invalid", "f-sort", "f-text", "b-prev", "b-next", "b-count",
-                  "b-page", "b-list", "report-data"]) ids[id] = new El(id === "b-list" ? "div" : "select");
+                  "b-page", "b-list", "report-data", "items"]) ids[id] = new El(id === "b-list" ? "div" : "select");
 ids["f-sort"].value = "file";
 ids["report-data"].textContent = fs.readFileSync("data.json", "utf8");
 global.document = { getElementById: (id) => ids[id] || null, createElement: (t) => new El(t),
   createDocumentFragment: () => Object.assign(new El("fragment"), { isFragment: true }),
-  body: new El("body") };
+  querySelectorAll: () => [], body: new El("body") };
 global.window = {};
+global.location = { hash: "" };
 global.performance = { mark() {} };
 eval(fs.readFileSync("report.js", "utf8"));
 process.stdout.write(ids["b-list"].dump(0));  // 5 items: all on the first page

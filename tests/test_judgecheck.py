@@ -126,6 +126,13 @@ def test_judge_that_prefers_longer_answers_does_not_beat_the_length_baseline(tmp
     assert lab["usage"]["requests"] == 80 and lab["usage"]["prompt_tokens"] == 8000
     assert lab["usage"]["cost_usd"] == pytest.approx((8000 * 1.0 + 240 * 2.0) / 1e6)
     assert set(rec) >= {"judge", "prompts", "trustworthy", "verdict_text", "labelled", "sanity", "created"}
+    # a table a person reads: aligned columns, usage in words, no Python dict and no markup
+    assert "{'" not in out.out and "|---" not in out.out
+    head = next(x for x in out.out.splitlines() if x.startswith("who"))
+    rows = out.out.splitlines()[out.out.splitlines().index(head):][:6]
+    assert rows[1].startswith("-----") and rows[2].startswith("judge (ties half)")
+    assert len({r.index("accuracy") if "accuracy" in r else None for r in rows[:1]}) == 1
+    assert "usage: 80 requests (0 from the cache, 0 failed), 8,240 tokens, $0.0085" in out.out
 
 
 def test_judge_that_always_picks_the_first_position_is_flagged(tmp_path, fake_openai, monkeypatch, capsys):
@@ -204,6 +211,9 @@ def test_label_free_judge_that_prefers_the_intact_text_passes(tmp_path, fake_ope
     firsts = [it["intact_first"] for it in san["items"]]
     assert 0 < sum(firsts) < len(firsts)
     assert rec["trustworthy"] is True and "Without labels" in out.out
+    assert "{'" not in out.out and "|---" not in out.out
+    assert re.search(r"^corruption +category +pairs +battle prefers intact", out.out, re.M)
+    assert "usage: battle " in out.out and " requests (" in out.out
 
 
 def test_label_free_random_judge_is_near_chance(tmp_path, fake_openai, monkeypatch, capsys):

@@ -335,7 +335,10 @@ def test_aggregate(eval_path: Path) -> None:
     summary = summarize(values, sum("relevance" in it.invalid for it in items), (1.0, 5.0))
     assert summary["mean"] == pytest.approx(3.0) and summary["n"] == 5 and summary["invalid"] == 1
     assert summary["best"] == {"id": "0", "value": 5.0} and summary["worst"] == {"id": "3", "value": 1.0}
-    assert 1.0 <= summary["ci95"][0] < 3.0 < summary["ci95"][1] <= 5.0
+    # five items: no interval could honestly be called 95% (the rule of results.mean_ci), and it says why
+    assert summary["ci95"] is None and summary["ci_note"].startswith("too few items (n = 5 < 10)")
+    wide = summarize(values * 2, 0, (1.0, 5.0))
+    assert 1.0 <= wide["ci95"][0] < 3.0 < wide["ci95"][1] <= 5.0
 
 
 def test_rating_signature(eval_path: Path) -> None:

@@ -107,8 +107,12 @@ def test_embedded_json_round_trips_and_hostile_text_stays_text(save, page):
 
 def test_headline_judge_and_run_sections(save, page):
     assert "model_a higher by 3.100" in page
-    assert "no detectable difference" in page and "too small to detect less than" in page
-    assert "95% intervals" in page and "Holm over 6 comparisons" in page
+    assert "simultaneous 95% interval (each at 0.975) 2.600 to 3.500" in page  # the confirmatory row's level
+    assert "no detectable difference" in page and "too few pairs for any test" in page
+    assert "too small to detect" not in page and "Holm" not in page
+    assert "For each pair of models, the primary scores over all items form one family" in page
+    assert "Bonferroni within the pair&#39;s 2 primary scores" in page
+    assert "exploratory rows whose unadjusted 95% interval excludes 0" in page
     assert "length-controlled" in page and "0.710" in page  # the battle file's "controlled" key
     assert "Judge check:" in page and "not checked" in page
     assert "Ranking (Bradley-Terry" in page
@@ -163,24 +167,45 @@ def test_cli_writes_out(save, tmp_path, capsys):
     assert out.is_file() and str(out) in capsys.readouterr().out
 
 
+def _not_a_path(line: str) -> bool:
+    """Lines that are a label and a file path are never cut; every other line must fit."""
+    return not line.rstrip().endswith((".html", ".json", ".csv", ".sqlite", "/results", "/battles",
+                                       "/comparisons", "/charts"))
+
+
 def test_closing_summary_fits_80_columns_plain(save, capsys):
     write_report(save)
     text = closing_summary(save, width=80)  # pytest's stdout is not a tty: plain text
     assert not ANSI.search(text)
     lines = text.splitlines()
-    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
-    assert lines[0].split()[:2] == ["category", "score"]
-    assert "model_a" in lines[0] and "model_c" in lines[0]
-    assert any("*" in line for line in lines)  # a significant paired difference is marked
+    assert all(len(line) <= 80 for line in lines if _not_a_path(line)), [x for x in lines if len(x) > 80]
+    assert lines[0].split()[:3] == ["mean,", "all", "items"] and "model_c" in lines[0]
+    # the hand-made comparison of model_a and model_b: the verdict names whom it favours, with difference,
+    # interval and adjusted p, and the battle says whose win rate it is, with the length-controlled one beside it
+    row = next(x for x in lines if x.strip().startswith("GPT/correctness") and "3.100" in x)
+    assert row.split()[1:] == ["3.100", "[2.600,", "3.500]", "0.004", "model_a", "better"]
+    assert any(x.startswith("model_a vs model_b: model_a better on 1, model_b better on 0") for x in lines)
+    assert any("battle: win rate of model_a 1.00" in x and "length-controlled 0.71 [0.55," in x for x in lines)
+    assert any("leads (exploratory" in x for x in lines)
+    # three models: the ranking with its level stated once, raw and style-controlled side by side
+    at = next(i for i, x in enumerate(lines) if x.startswith("ranking (Bradley-Terry"))
+    assert "raw" in lines[at + 1] and "style-ctl" in lines[at + 1]
+    assert "too few questions: 5 < 10" in lines[at] and "clearly first" not in text.replace("is clearly first", "")
+    assert any(x.startswith("judge: ") and "cache hits" in x and "$" in x for x in lines)
+    assert any(x.startswith("invalid scores: ") and "GPT battles" in x for x in lines)
     report_line = next(i for i, line in enumerate(lines) if line.startswith("report:"))
     assert all(not line.startswith(("manifest:", "results:")) for line in lines[:report_line])  # the report first
-    narrow = closing_summary(save, width=50)
-    assert all(len(line) <= 50 for line in narrow.splitlines())
+    narrow = closing_summary(save, width=60)
+    assert all(len(line) <= 60 for line in narrow.splitlines() if _not_a_path(line)), narrow
     colored = closing_summary(save, width=80, color=True)
     assert ANSI.search(colored)
+    only = closing_summary(save, width=80, scores=["ROUGE-L"]).splitlines()
+    assert [x.split()[0] for x in only[1:2]] == ["Metrics/ROUGE-L"] and not any("GPT/correctness" in x for x in only)
+    with pytest.raises(Exception, match='did you mean "Metrics/ROUGE-L"'):
+        closing_summary(save, scores=["Metrics/ROUGE-X"])
 
 
-def test_two_models_summary_has_battle_column(tmp_path):
+def test_two_models_summary_has_battle_line(tmp_path):
     with FakeOpenAIServer() as server:
         mp = pytest.MonkeyPatch()
         mp.setenv("REPORT_KEY", "k")
@@ -189,8 +214,8 @@ def test_two_models_summary_has_battle_column(tmp_path):
         finally:
             mp.undo()
     text = closing_summary(save, width=80, color=False)
-    assert "battle" in text.splitlines()[0]
-    assert "1.00" in text  # model_a wins every battle in the fake judge
+    assert "battle: win rate of model_a 1.00" in text  # model_a wins every battle in the fake judge
+    assert "ranking" not in text  # two models: the pair's verdicts say it all
 
 
 def test_flags_are_lists_for_every_model_and_judge_panel_shows_its_backend_options(save):

@@ -115,6 +115,8 @@ def test_desktop(report, tmp_path):
         assert "model_a higher by" in driver.find_element("id", "headline").text
         shot(driver, "report_desktop_top.png", dirs)
 
+        assert not driver.find_element("id", "f-cat").is_displayed()  # the browser starts folded
+        driver.find_element("css selector", 'nav a[href="#browser"]').click()
         count = driver.find_element("id", "b-count")
         all_text = count.text
         select(driver, "f-cat", "classification")
@@ -170,6 +172,7 @@ def test_phone_width(report, tmp_path):
         over = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
         assert over <= 1, over
         shot(driver, "report_phone_top.png", dirs)
+        driver.execute_script("document.getElementById('items').open = true")
         driver.execute_script("document.getElementById('browser').scrollIntoView()")
         shot(driver, "report_phone_items.png", dirs)
         # answers sit one above the other at this width
@@ -198,8 +201,34 @@ def test_compressed_item_data_loads_the_same_browser(report, tmp_path, monkeypat
             driver.get(page_file.resolve().as_uri())
             wait_ready(driver)
             assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
-            counts.append(driver.find_element("id", "b-count").text)
+            counts.append(driver.find_element("id", "b-count").get_attribute("textContent"))  # folded: not .text
             assert driver.execute_script("return window.__pwned === undefined")
         assert counts[0] == counts[1] and counts[0]
+    finally:
+        driver.quit()
+
+
+def test_a_25_item_report_fits_a_few_screens_and_states_its_family(report, tmp_path):
+    """The report of 25 items x 3 models: a few screens with details folded; the headline says its
+    family and levels, the one ranking states its level once; the fixed report bugs stay fixed."""
+    dirs = shots_dirs(tmp_path)
+    driver = make_driver(1280, 1000)
+    try:
+        driver.get(report.resolve().as_uri())
+        wait_ready(driver)
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        assert height <= 6 * 1000, height  # was 22,700 px before the categories were folded
+        text = driver.find_element("tag name", "body").text
+        assert "For each pair of models, the primary scores over all items form one family" in text
+        assert "simultaneous 95% interval (each at 0.975)" in text and "Holm" not in text
+        assert "Ranking (Bradley-Terry, 95% intervals)" in text and text.count("90%") == 0
+        assert "[object Object]" not in text and "SAGE critiques" not in text
+        cats = [o.get_attribute("textContent") for o in driver.find_elements("css selector", "#f-cat option")]
+        assert set(cats) - {"all"} <= {"closed_qa", "classification", "open_qa"}  # scored categories only
+        ticks = driver.find_elements("css selector", "svg.forest text.ax")
+        assert len(ticks) >= 5  # the shared axis is labelled
+        driver.set_window_size(1280, height + 200)
+        shot(driver, "report_desktop_full.png", dirs)
+        assert [e for e in driver.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
     finally:
         driver.quit()

@@ -249,7 +249,36 @@ def test_style_controlled_bt_recovers_planted_strengths():
     assert gap == pytest.approx(2.0 * 400 / math.log(10), rel=0.2)
     for v in r["style_controlled"].values():
         assert v["interval"][0] <= v["rating"] <= v["interval"][1]
-    assert "90%" in r["interval"]
+    assert r["interval"].startswith("95% percentile interval") and r["level"] == 0.95  # one level, stated once
+    assert r["first"]["style_controlled"]["model"] == "m4" and r["first"]["style_controlled"]["clearly"]
+
+
+def test_bradley_terry_first_place_and_question_bootstrap():
+    """Three models of equal strength: none is 'clearly first'; a far stronger one is. Resampling
+    questions keeps a question's verdicts together (the raw and controlled tables share the resamples)."""
+    rng = np.random.default_rng(3)
+    names = ["a", "b", "c"]
+
+    def battles(strength, questions=60):
+        out, groups = [], []
+        for q in range(questions):
+            for x, y in (("a", "b"), ("a", "c"), ("b", "c")):
+                z = strength[x] - strength[y]
+                out.append((x, y, float(rng.random() < 1 / (1 + math.exp(-z))), {"length": 100.0 + rng.random()},
+                            {"length": 100.0 + rng.random()}))
+                groups.append(f"q{q}")
+        return out, groups
+
+    even, groups = battles({m: 0.0 for m in names})
+    r = bradley_terry(even, resamples=100, groups=groups)
+    assert not r["first"]["raw"]["clearly"] and r["first"]["raw"]["tied_with"]
+    assert "no model is clearly first" in r["first"]["raw"]["text"] and "60 questions" in r["interval"]
+    strong, groups = battles({"a": 3.0, "b": 0.0, "c": 0.0})
+    r = bradley_terry(strong, resamples=100, groups=groups)
+    assert r["first"]["raw"]["model"] == "a" and r["first"]["raw"]["clearly"]
+    assert all(v["interval"][0] > 0 for v in r["first"]["raw"]["margins"].values())
+    with pytest.raises(ValueError):
+        bradley_terry(strong, groups=groups[:-1])
 
 
 def test_bt_without_features_is_raw_only():

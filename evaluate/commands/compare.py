@@ -42,9 +42,11 @@ def main(argv: list[str]) -> int:
     if not compared:
         raise InputError("compare: no score of the two runs was made the same way (see the lines above); "
                          "nothing to compare")
-    print(f"A = {args.run_a}\nB = {args.run_b}\ndiff = B - A, {comps[0]['method']['level']:.0%} paired bootstrap "
-          f"interval; verdict after Holm within each model's comparison")
-    print(f"{'model':<14} {'category':<14} {'score':<20} {'A':>6} {'B':>6} {'B-A':>7} {'interval':>15}  verdict")
+    method = comps[0]["method"]
+    print(f"A = {args.run_a}\nB = {args.run_b}\ndiff = B - A per model; {method['family']}\n"
+          f"primary ({method['primary_from']}): {', '.join(method['primary']) or 'none'}")
+    print(f"{'model':<12} {'category':<12} {'score':<18} {'A':>6} {'B':>6} {'B-A':>7} {'interval':>16} "
+          f"{'p_adj':>6}  verdict")
     for comp in comps:
         model = comp["model_a"][2:]
         for r in comp["rows"]:
@@ -54,10 +56,14 @@ def main(argv: list[str]) -> int:
             if not (args.all or r["category"] == "(all)" or significant):
                 continue
             diff = 0.0 - r["diff"] if r["diff"] is not None else None  # B - A (0.0 - x: never "-0.000")
-            ci = f"[{_num(0.0 - r['ci95'][1])}, {_num(0.0 - r['ci95'][0])}]" if r.get("ci95") else "too few items"
+            ci = (f"[{_num(0.0 - r['interval'][1])}, {_num(0.0 - r['interval'][0])}]" if r.get("interval")
+                  else "too few items" if r["n"] < comp["method"]["min_interval_n"] else "no interval")
             word = {"A better": "worse in B", "B better": "better in B"}.get(r["verdict"], "no detectable difference")
-            print(f"{model[:14]:<14} {r['category'][:14]:<14} {r['score'][:20]:<20} {_num(r['mean_a']):>6} "
-                  f"{_num(r['mean_b']):>6} {_num(diff):>7} {ci:>15}  {word}")
+            tag = "" if r["role"] == "confirmatory" else " (exploratory)"
+            print(f"{model[:12]:<12} {r['category'][:12]:<12} {r['score'][:18]:<18} {_num(r['mean_a']):>6} "
+                  f"{_num(r['mean_b']):>6} {_num(diff):>7} {ci:>16} {_num(r['p_adj'], 3):>6}  {word}{tag}")
+    print("interval: simultaneous over the primary scores for confirmatory rows, 95% unadjusted for exploratory "
+          "ones; exploratory rows are leads, not findings")
     if args.out:
-        atomic_write_json(args.out, {"schema": "llm-eval-run-comparison/1", "comparisons": comps})
+        atomic_write_json(args.out, {"schema": "llm-eval-run-comparison/2", "comparisons": comps})
     return EXIT_OK

@@ -22,6 +22,7 @@ def main(argv: list[str] | None = None) -> int:
         args = p.parse_args(argv)
     except SystemExit as exc:  # argparse: 2 for bad flags, 0 for --help
         return int(exc.code or 0)
+    from ..pipeline.comparisons import stale, write_comparisons
     from ..report.data import NoResults
     from ..report.page import write_report
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
               "(the folder that holds results/, manifest.json)", file=sys.stderr)
         return EXIT_INPUT
     try:
+        if stale(args.save_path):  # written by an older version: decide them again, as a run does
+            write_comparisons(args.save_path)
         out = write_report(args.save_path, args.out)
     except NoResults as exc:
         print(f"error: {exc}", file=sys.stderr)

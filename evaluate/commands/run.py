@@ -50,8 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "closed_qa:GPT/correctness=3.5 (every model, one category), model_a:closed_qa:BLEU-4=0.2, "
                         "model_a::BLEU-4=0.2 (one model, overall), *:BLEU-4=0.2 (each category)")
     p.add_argument("--fail-if-worse", action="append", default=[], metavar="CANDIDATE:BASELINE:[CATEGORY:]SCORE",
-                   help="exit 1 when the run's paired comparison finds CANDIDATE significantly worse than BASELINE "
-                        "on SCORE (Holm-adjusted; no CATEGORY: over every category)")
+                   help="exit 1 when the run's paired comparison finds CANDIDATE worse than BASELINE on SCORE "
+                        "(a primary score over every item: its simultaneous interval within the pair's confirmatory "
+                        "family excludes 0; any other score or a CATEGORY: the exploratory, unadjusted 95%% row)")
     p.add_argument("--fail-under-win-rate", action="append", default=[], metavar="CANDIDATE:BASELINE=VALUE",
                    help="exit 1 when CANDIDATE's battle win rate against BASELINE is below VALUE (ties count half)")
     p.add_argument("--fail-on-untrusted-judge", action="store_true",
@@ -203,14 +204,7 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
     if outcome.view is not None:
         from ..report import closing_summary
 
-        print(closing_summary(outcome.view))
-    for c in manifest.get("judge_cache") or []:
-        asked = c["hits"] + c["misses"]
-        print(f"judge cache: {c['path']}: {c['entries']:,} entries, {c['bytes'] / 1e6:.1f} MB; this run "
-              f"{c['hits']:,} hits, {c['misses']:,} misses" + (f" ({c['hits'] / asked:.0%} hits)" if asked else ""))
-    total = manifest.get("invalid_total")
-    if total and total.get("invalid"):
-        print(f"invalid: {total['invalid']} of {total['valid'] + total['invalid']} scores and battle verdicts")
+        print(closing_summary(outcome.view))  # judge usage, cache and invalid counts are part of it
     print(f"status: {manifest['status']}")
     codes: list[tuple[int, str]] = []
     if manifest["errors"]:

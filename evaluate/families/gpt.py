@@ -121,8 +121,9 @@ class GPTFamily(Family):
         entry = prompts.entry_for(category)
         which = f'its entry "{category}"' if not getattr(entry, "fallback", False) else \
             f'the "general" entry (the file has no entry for "{category}")'
-        problems = [f'{where}: GPT metric "{m}" is not defined in {which} of {prompts.path}; add its definition '
-                    f'and evaluation steps there (known: {", ".join(entry.metrics)})' for m in missing]
+        via = "" if not getattr(entry, "fallback", False) else \
+            f' (the file has no entry for "{category}"; its "general" entry stands in)'
+        problems = [f'{where}: GPT metric "{m}": {prompts.missing_reason(category, m)}{via}' for m in missing]
         if conv is not None and entry.conversation_prompt is None:
             problems.append(f'{where}: category "{category}" holds conversations ({ctx.sets[0].path}: record '
                             f'{conv.id}, {len(conv.turns)} turns) and {which} of {prompts.path} has no '
@@ -189,7 +190,6 @@ class GPTFamily(Family):
         """Battles between every pair of models, per category and overall."""
         if not wants_battle(ctx):
             return None
-        from ..stats.bradley_terry import rank
 
         answers = {s.name: [r for r in s.records if "GPT" in categories.get(r.category, {})] for s in ctx.sets}
         if not any(answers.values()):
@@ -215,8 +215,9 @@ class GPTFamily(Family):
         out: dict[str, Any] = {"battles": written}
         if len(ctx.sets) > 2:
             try:
-                ranking = rank(results).to_dict()
-                ranking["style_controlled"] = style_controlled_ranking(results, outputs)
+                ranking = battle_ranking(results, outputs)
+                if ranking is None:
+                    raise InputError("ranking: fewer than two decided battle verdicts")
                 out["ranking"] = str(ctx.save.set_ranking(ranking))
             except InputError as exc:
                 out["ranking_error"] = str(exc)
@@ -235,21 +236,29 @@ def controlled(battle: dict[str, Any], outputs_a: dict[str, str], outputs_b: dic
             **analysis}
 
 
-def style_controlled_ranking(results, outputs: dict[str, dict[str, str]]) -> dict[str, Any] | None:
-    """Bradley-Terry over every pair's verdicts, raw and controlled for length and markdown style
-    (headers, list items, bold), as Chatbot Arena and Arena-Hard do; 90% bootstrap intervals."""
+RANKING_SCHEMA = "llm-eval-ranking/2"
+
+
+def battle_ranking(results, outputs: dict[str, dict[str, str]], *, resamples: int = 200,
+                   seed: int = 0) -> dict[str, Any] | None:
+    """The one ranking of a run with more than two models: Bradley-Terry over every pair's verdicts,
+    raw and controlled for length and markdown style (headers, list items, bold) as Chatbot Arena and
+    Arena-Hard do, side by side from the same bootstrap over questions at one level (95%), with whether
+    the top model is clearly first. None when fewer than two verdicts were decided."""
     from ..stats.battle import OUTCOME, STYLE_FEATURES, bradley_terry, style_features
 
-    battles = []
+    battles, groups = [], []
     for res in results:
         for it in res.items:
             if it.verdict in OUTCOME:
                 battles.append((res.model_a, res.model_b, OUTCOME[it.verdict],
                                 style_features(outputs[res.model_a].get(it.id, "")),
                                 style_features(outputs[res.model_b].get(it.id, ""))))
+                groups.append(f"{it.category}\x00{it.id}")
     if len(battles) < 2:
         return None
-    return bradley_terry(battles, features=list(STYLE_FEATURES))
+    out = bradley_terry(battles, features=list(STYLE_FEATURES), resamples=resamples, seed=seed, groups=groups)
+    return {"schema": RANKING_SCHEMA, "n_items": len(set(groups)), **out}
 
 
 def by_category(res) -> dict[str, Any]:

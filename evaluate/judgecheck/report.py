@@ -1,11 +1,35 @@
-"""The judge check's report as text."""
+"""The judge check's report as text: aligned columns a person reads in a terminal, usage in words."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from ..pipeline.checkstore import _ci, _f, _pct
 from .rules import RULES
+
+
+def table(head: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[bool] | None = None) -> list[str]:
+    """Columns padded to their widest cell (numbers right-aligned where `right` says so), a rule under
+    the head; no markup, so the lines read the same in a terminal, a log or a CI artifact."""
+    cells = [[str(c) for c in head]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+    right = list(right) if right is not None else [False] * len(head)
+
+    def line(r: list[str]) -> str:
+        return "  ".join(c.rjust(w) if right[i] else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+
+    return [line(cells[0]), "  ".join("-" * w for w in widths)] + [line(r) for r in cells[1:]]
+
+
+def usage_text(usage: dict[str, Any] | None) -> str:
+    """A usage block (`checkstore._usage`) in words: requests, cache hits, failures, tokens, cost."""
+    if not usage:
+        return "no requests"
+    tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
+    cost = usage.get("cost_usd")
+    return (f"{usage.get('requests') or 0:,} requests ({usage.get('cache_hits') or 0:,} from the cache, "
+            f"{usage.get('failures') or 0:,} failed), {tokens:,} tokens, "
+            + (f"${cost:.4f}" if isinstance(cost, (int, float)) else "cost unknown (no judge.price)"))
 
 
 def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | None) -> str:
@@ -17,37 +41,40 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
     if labelled:
         a, base, pos = labelled["agreement"], labelled["baselines"], labelled["position"]
         lines += ["", f"With labels: {labelled['data']} ({labelled['pairs']} decided pairs, "
-                      f"{labelled['label_ties_left_out']} label ties left out)",
-                  "| | accuracy | 95% Wilson CI | n |", "|---|---|---|---|",
-                  f"| judge (ties half) | {_f(a['accuracy'])} | {_ci(a['ci95'])} | {a['n']} |",
-                  f"| judge, probability-weighted | {_f(a['weighted'])} | {_ci(a['weighted_ci95'])} | {a['weighted_n']} |",
-                  f"| pick the longer answer | {_f(base['longer']['accuracy'])} | {_ci(base['longer']['ci95'])} | "
-                  f"{base['longer']['n']} |",
-                  f"| always the first (response_a) | {_f(base['first']['accuracy'])} | {_ci(base['first']['ci95'])} | "
-                  f"{base['first']['n']} |",
+                      f"{labelled['label_ties_left_out']} label ties left out)", ""]
+        lines += table(["who", "accuracy", "95% Wilson CI", "n"], [
+            ["judge (ties half)", _f(a["accuracy"]), _ci(a["ci95"]), a["n"]],
+            ["judge, probability-weighted", _f(a["weighted"]), _ci(a["weighted_ci95"]), a["weighted_n"]],
+            ["pick the longer answer", _f(base["longer"]["accuracy"]), _ci(base["longer"]["ci95"]), base["longer"]["n"]],
+            ["always the first (response_a)", _f(base["first"]["accuracy"]), _ci(base["first"]["ci95"]),
+             base["first"]["n"]]], right=[False, True, False, True])
+        lines += ["",
                   f"judge ties {a['judge_ties']}, invalid {a['invalid']}; flip rate {_f(pos['flip_rate']['rate'])}, "
                   f"P(first) {_f(pos['p_first']['rate'])}, P(longer) {_f((labelled['p_longer'] or {}).get('rate'))}, "
                   f"invalid rate {_f(labelled['invalid_rate']['rate'])}",
-                  f"usage: {labelled['usage']}; {labelled['wall_s']} s"]
+                  f"usage: {usage_text(labelled['usage'])}; {labelled['wall_s']} s"]
     if sanity:
         lines += ["", f"Without labels: {sanity['pairs']} sanity pairs from {sanity['source']}; seed {sanity['seed']}",
-                  "| corruption | category | pairs | battle prefers intact (95% CI) | rating prefers intact (95% CI) "
-                  "| rating drop (95% CI) |", "|---|---|---|---|---|---|"]
+                  ""]
 
-        def row(name: str, cat: str, blk: dict) -> str:
+        def row(name: str, cat: str, blk: dict) -> list[Any]:
             b, r = blk["battle"], blk["rating"]
-            return (f"| {name} | {cat} | {blk['pairs']} | {_pct(b['preference'])} ({_ci(b['ci95'])}) | "
-                    f"{_pct(r['preference'])} ({_ci(r['ci95'])}) | {_f(r['mean_drop'])} ({_ci(r['drop_ci95'])}) |")
+            return [name, cat, blk["pairs"], f"{_pct(b['preference'])} ({_ci(b['ci95'])})",
+                    f"{_pct(r['preference'])} ({_ci(r['ci95'])})", f"{_f(r['mean_drop'])} ({_ci(r['drop_ci95'])})"]
 
+        rows = []
         for kind, blk in sanity["by_corruption"].items():
-            lines.append(row(kind, "(all)", blk))
+            rows.append(row(kind, "(all)", blk))
             for cat, cb in blk["by_category"].items():
-                lines.append(row(kind, cat, cb))
-        lines.append(row("(pooled)", "(all)", sanity["pooled"]))
-        lines.append(f"usage: {sanity['usage']}; {sanity['wall_s']} s")
+                rows.append(row("", cat, cb))
+        rows.append(row("(pooled)", "(all)", sanity["pooled"]))
+        lines += table(["corruption", "category", "pairs", "battle prefers intact", "rating prefers intact",
+                        "rating drop"], rows, right=[False, False, True, False, False, False])
+        lines += ["", "(95% intervals: Wilson for preferences, bootstrap for the rating drop)"]
+        u = sanity["usage"] or {}
+        lines.append(f"usage: battle {usage_text(u.get('battle'))}; rating {usage_text(u.get('rating'))}; "
+                     f"{sanity['wall_s']} s")
     lines += ["", ("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
               + verdict_detail(record["verdict_text"]),
               "rules: " + " | ".join(RULES[k] for k, v in (("labelled", labelled), ("sanity", sanity)) if v)]
     return "\n".join(lines)
-
-

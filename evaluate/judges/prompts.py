@@ -190,6 +190,23 @@ class EvaluationPrompts:
             return list(metrics)
         return [m for m in metrics if not entry.has_metric(m)]
 
+    def missing_reason(self, category: str, metric: str) -> str:
+        """Why `metric` cannot be rated for `category`, naming the key that is missing and, for a key
+        present in only one of "metrics" and "CoT", the closest key of the other (a misspelt key)."""
+        entry = self.entry_for(category)
+        in_m, in_c = metric in entry.metrics, metric in entry.cot
+        if in_m and not in_c:
+            return (f'{self.path}: {_keypath(entry.category, "metrics", metric)} has no evaluation steps: '
+                    f'"CoT" has no key "{metric}"'
+                    + _closest(metric, [k for k in entry.cot if k not in entry.metrics] or list(entry.cot)))
+        if in_c and not in_m:
+            return (f'{self.path}: {_keypath(entry.category, "CoT", metric)} has no definition: '
+                    f'"metrics" has no key "{metric}"'
+                    + _closest(metric, [k for k in entry.metrics if k not in entry.cot] or list(entry.metrics)))
+        return (f'{self.path}: {_keypath(entry.category)} defines no metric "{metric}" (in neither "metrics" nor '
+                f'"CoT"){_closest(metric, [k for k in entry.metrics if k in entry.cot])}'
+                f"; it rates: {', '.join(k for k in entry.metrics if k in entry.cot) or 'nothing'}")
+
     def _missing_message(self, entry: PromptEntry, metric: str, section: str) -> str:
         via = f' (category "{entry.requested}" falls back to it)' if entry.fallback else ""
         return (f"{self.path}: {_keypath(entry.category, section, metric)} is missing{via};"
@@ -197,6 +214,13 @@ class EvaluationPrompts:
 
 
 _warned: set[tuple[Path, str]] = set()  # warn once per file and category
+
+
+def _closest(name: str, keys: list[str]) -> str:
+    """'; did you mean "X"?' with the closest of `keys` (a misspelt key), or ''."""
+    from ..core.registry import suggest
+
+    return suggest(name, keys)
 
 
 def load_evaluation_prompts(path: str | Path) -> EvaluationPrompts:

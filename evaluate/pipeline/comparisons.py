@@ -2,15 +2,20 @@
 
 Reads result dicts (the JSON of ``results/<model>.json``) and writes, under the save path:
 
-    comparisons/<a>__vs__<b>.json   schema "llm-eval-comparison/1": one row per category x score,
+    comparisons/<a>__vs__<b>.json   schema "llm-eval-comparison/2": one row per category x score,
                                     plus "(all)" rows over every category
     comparisons/comparisons.csv     the same rows, one line per (pair, category, score)
 
 Items are paired by id: a row uses the ids present in both models (same category) with a finite
 score in both. An id whose score is invalid in either model is left out of the pair and counted in
-``dropped``. Holm's adjustment runs over every row with a p-value in the save path (all pairs,
-categories, scores, the "(all)" rows included), so the verdicts of a large table hold together at
-``alpha``; this is conservative, which is the honest direction. Scores are higher-is-better.
+``dropped``.
+
+The multiple-comparison family is one pair of models (`evaluate.stats.family`): the pair's primary
+scores over all items are confirmatory, one Bonferroni family whose intervals are simultaneous;
+every other row is exploratory, unadjusted, and says so. Each pair is decided from its own rows
+only, so adding a model to the save path never changes the verdicts of another pair. The primary
+scores are the config's `primary` list, else `default_primary` of the scores both models have.
+Scores are higher-is-better.
 
 Two models' scores of one key are compared only when their signatures agree (evaluator, judge,
 prompt hash, tokenizer, options; `results.same_signature`): otherwise the row says "not
@@ -25,20 +30,23 @@ import json
 import math
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from ..core.io import atomic_write_json, atomic_write_text, clean_json
-from ..stats.paired import TEST_PERMUTATION, TEST_WILCOXON, holm, paired_compare, verdict
+from ..stats.family import ALL, EXPLORATORY, RowInput, decide_pair, default_primary, family_method
 from ..stats.scales import score_scale
 from .results import same_signature, signature_diff
 from .savedir import battle_stem
 
-SCHEMA = "llm-eval-comparison/1"
-ALL = "(all)"
-LEVEL, ALPHA, POWER = 0.95, 0.05, 0.8
-CSV_FIELDS = ("model_a", "model_b", "category", "score", "scale_low", "scale_high", "n", "dropped", "mean_a",
-              "mean_b", "diff", "ci95_low", "ci95_high", "p", "p_holm", "test", "mde", "effect_size", "verdict",
-              "better")
+SCHEMA = "llm-eval-comparison/2"
+ALPHA, POWER = 0.05, 0.8
+ROW_FIELDS = ("category", "score", "role", "signature", "scale", "n", "dropped", "mean_a", "mean_b", "diff",
+              "interval", "level", "simultaneous", "interval_note", "p", "p_adj", "m", "test", "detectable",
+              "effect_size", "verdict", "better")
+CSV_FIELDS = ("model_a", "model_b", "category", "score", "role", "scale_low", "scale_high", "n", "dropped", "mean_a",
+              "mean_b", "diff", "interval_low", "interval_high", "level", "simultaneous", "interval_note", "p",
+              "p_adj", "m", "test", "detectable", "effect_size", "verdict", "better")
+NOT_COMPARABLE = "not comparable: the two models' scores were made differently (signatures differ)"
 
 
 def _finite(v: Any) -> bool:
@@ -66,78 +74,89 @@ def _pair_values(ids: list[str], ia: dict, ib: dict, key: str) -> tuple[list[flo
     return xa, xb, dropped
 
 
-NOT_COMPARABLE = "not comparable: the two models' scores were made differently (signatures differ)"
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
 
 
-def _row(category: str, key: str, signature: dict, xa: list[float], xb: list[float], dropped: int,
-         resamples: int, seed: int, signature_b: dict | None = None) -> dict[str, Any]:
-    if signature_b is not None and not same_signature(signature, signature_b):
-        return {"category": category, "score": key, "signature": signature, "signature_a": signature,
-                "signature_b": signature_b, "scale": None, "n": len(xa), "dropped": dropped,
-                "mean_a": sum(xa) / len(xa) if xa else None, "mean_b": sum(xb) / len(xb) if xb else None,
-                "diff": None, "ci95": None, "p": None, "p_holm": None, "test": None, "mde": None,
-                "effect_size": None, "verdict": NOT_COMPARABLE, "better": None}
-    res = paired_compare(xa, xb, resamples=resamples, seed=seed, level=LEVEL, alpha=ALPHA, power=POWER)
-    scale = score_scale(key, signature)
-    return {"category": category, "score": key, "signature": signature, "scale": list(scale) if scale else None,
-            "n": res.n, "dropped": dropped, "mean_a": res.mean_a, "mean_b": res.mean_b, "diff": res.diff,
-            "ci95": list(res.ci) if res.ci else None, "p": res.p, "p_holm": None, "test": res.test,
-            "mde": res.mde, "effect_size": res.effect_size, "verdict": None, "better": None}
+def _effect(xa: list[float], xb: list[float]) -> float | None:
+    """Paired Cohen's d_z (mean difference / sd of differences); None when undefined."""
+    d = [a - b for a, b in zip(xa, xb)]
+    if len(d) < 2:
+        return None
+    m = sum(d) / len(d)
+    sd = math.sqrt(sum((x - m) ** 2 for x in d) / (len(d) - 1))
+    return m / sd if sd > 0 else None
 
 
-def _pair_rows(ra: dict[str, Any], rb: dict[str, Any], resamples: int, seed: int) -> list[dict[str, Any]]:
+def _raw_rows(ra: dict[str, Any], rb: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pair's rows before any test: category, score, both signatures, paired values."""
     ia, ib = _index(ra), _index(rb)
     shared = [i for i in ia if i in ib and ia[i].get("category") == ib[i].get("category")]
     by_cat: dict[str, list[str]] = {}
     for i in shared:
         by_cat.setdefault(str(ia[i].get("category", "")), []).append(i)
-    sigs = ra.get("signatures", {}) or {}
-    sigs_b = rb.get("signatures", {}) or {}
+    sigs, sigs_b = ra.get("signatures", {}) or {}, rb.get("signatures", {}) or {}
+    groups = [(cat, by_cat[cat]) for cat in sorted(by_cat)] + [(ALL, shared)]
     rows = []
-    for cat in sorted(by_cat):
-        ids = by_cat[cat]
+    for cat, ids in groups:
         keys = _keys(ia[i] for i in ids) & _keys(ib[i] for i in ids)  # scored for both models
         for key in sorted(keys):
             xa, xb, dropped = _pair_values(ids, ia, ib, key)
-            rows.append(_row(cat, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed, sigs_b.get(key, {})))
-    all_keys = _keys(ia[i] for i in shared) & _keys(ib[i] for i in shared)
-    for key in sorted(all_keys):
-        xa, xb, dropped = _pair_values(shared, ia, ib, key)
-        rows.append(_row(ALL, key, sigs.get(key, {}), xa, xb, dropped, resamples, seed, sigs_b.get(key, {})))
+            rows.append({"category": cat, "score": key, "signature": sigs.get(key, {}),
+                         "signature_b": sigs_b.get(key, {}), "xa": xa, "xb": xb, "dropped": dropped})
     return rows
 
 
-def _method(n_tests: int, resamples: int, seed: int) -> dict[str, Any]:
-    return {"interval": "paired bootstrap, percentile", "level": LEVEL, "resamples": resamples, "seed": seed,
-            "test": f"{TEST_WILCOXON} when n >= 10; {TEST_PERMUTATION} (all 2^n flips) when n < 10; "
-                    "p = 1 when every difference is 0",
-            "adjustment": f"Holm over {n_tests} comparisons in this save path",
-            "alpha": ALPHA, "power": POWER,
-            "mde": f"smallest |mean difference| detectable at alpha={ALPHA} (two-sided) with power {POWER}: "
-                   "(z_{1-alpha/2} + z_power) * sd(diff) / sqrt(n), normal approximation"}
+def pair_primary(configured: Sequence[str] | None, keys: Iterable[str]) -> tuple[list[str], str]:
+    """The pair's primary scores and where they come from ("config" or "default"): the configured
+    keys the pair has, else `default_primary` of the pair's own keys (another model cannot move it)."""
+    keys = set(keys)
+    if configured:
+        return [k for k in configured if k in keys], "config"
+    by_family: dict[str, list[str]] = {}
+    for k in keys:
+        by_family.setdefault(k.split("/", 1)[0], []).append(k)
+    return sorted(default_primary(by_family)), "default"
 
 
-def compare_results(results: list[dict[str, Any]], *, resamples: int = 2000,
+def compare_pair(ra: dict[str, Any], rb: dict[str, Any], *, primary: Sequence[str] | None = None,
+                 resamples: int = 2000, seed: int = 0) -> dict[str, Any]:
+    """One pair's comparison dict (the JSON written per pair); model_a = ra's model."""
+    raw = _raw_rows(ra, rb)
+    comparable = [r for r in raw if same_signature(r["signature"], r["signature_b"])]
+    used, source = pair_primary(primary, {r["score"] for r in comparable if r["category"] == ALL})
+    inputs = [RowInput(r["score"], r["category"], r["xa"], r["xb"], score_scale(r["score"], r["signature"]))
+              for r in comparable]
+    decisions = decide_pair(inputs, used, alpha=ALPHA, power=POWER, resamples=resamples, seed=seed)
+    m = sum(d.role != EXPLORATORY for d in decisions)
+    a, b = ra["model"], rb["model"]
+    rows, it = [], iter(decisions)
+    for r in raw:
+        base = {"category": r["category"], "score": r["score"], "signature": r["signature"], "n": len(r["xa"]),
+                "dropped": r["dropped"], "mean_a": _mean(r["xa"]), "mean_b": _mean(r["xb"])}
+        if not same_signature(r["signature"], r["signature_b"]):
+            rows.append({**dict.fromkeys(ROW_FIELDS), **base, "role": EXPLORATORY, "verdict": NOT_COMPARABLE,
+                         "signature_a": r["signature"], "signature_b": r["signature_b"]})
+            continue
+        d = next(it).to_dict()
+        scale = score_scale(r["score"], r["signature"])
+        row = {**base, "role": d["role"], "scale": list(scale) if scale else None,
+               "effect_size": _effect(r["xa"], r["xb"]),
+               "better": {"A better": a, "B better": b}.get(d["verdict"]),
+               **{k: d[k] for k in ("diff", "interval", "level", "simultaneous", "interval_note", "p", "p_adj", "m",
+                                    "test", "detectable", "verdict")}}
+        rows.append({k: row[k] for k in ROW_FIELDS})
+    method = {**family_method(m, ALPHA), "primary": used, "primary_from": source, "resamples": resamples,
+              "seed": seed, "power": POWER}
+    return {"schema": SCHEMA, "model_a": a, "model_b": b, "method": method, "rows": rows}
+
+
+def compare_results(results: list[dict[str, Any]], *, primary: Sequence[str] | None = None, resamples: int = 2000,
                     seed: int = 0) -> dict[tuple[str, str], dict[str, Any]]:
-    """Every pair of models (a < b by name) -> its comparison dict (the JSON written per pair)."""
+    """Every pair of models (a < b by name) -> its comparison dict, each decided on its own rows."""
     by_model = {r["model"]: r for r in results}
-    pairs = list(combinations(sorted(by_model), 2))
-    tables = {(a, b): _pair_rows(by_model[a], by_model[b], resamples, seed) for a, b in pairs}
-    flat = [row for rows in tables.values() for row in rows]
-    adjusted = holm([row["p"] for row in flat])
-    for row, p_adj in zip(flat, adjusted):
-        row["p_holm"] = p_adj
-    n_tests = sum(p is not None for p in adjusted)
-    out = {}
-    for (a, b), rows in tables.items():
-        for row in rows:
-            if row["verdict"] == NOT_COMPARABLE:
-                continue
-            row["verdict"] = verdict(row["p_holm"], row["diff"], ALPHA)
-            row["better"] = {"A better": a, "B better": b}.get(row["verdict"])
-        out[(a, b)] = {"schema": SCHEMA, "model_a": a, "model_b": b, "method": _method(n_tests, resamples, seed),
-                       "rows": rows}
-    return out
+    return {(a, b): compare_pair(by_model[a], by_model[b], primary=primary, resamples=resamples, seed=seed)
+            for a, b in combinations(sorted(by_model), 2)}
 
 
 def load_results(save_path: Path) -> list[dict[str, Any]]:
@@ -153,6 +172,16 @@ def load_results(save_path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def configured_primary(save_path: Path) -> list[str] | None:
+    """The `primary` list of the config of the save path's last run (manifest.json), if any."""
+    try:
+        manifest = json.loads((Path(save_path) / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = ((manifest or {}).get("config") or {}).get("primary") if isinstance(manifest, dict) else None
+    return [str(k) for k in value] if isinstance(value, list) and value else None
+
+
 def _csv_text(comparisons: dict[tuple[str, str], dict[str, Any]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
@@ -160,9 +189,9 @@ def _csv_text(comparisons: dict[tuple[str, str], dict[str, Any]]) -> str:
     for (a, b), comp in comparisons.items():
         for row in comp["rows"]:
             scale = row["scale"] or [None, None]
-            ci = row["ci95"] or [None, None]
-            line = {"model_a": a, "model_b": b, "scale_low": scale[0], "scale_high": scale[1], "ci95_low": ci[0],
-                    "ci95_high": ci[1], **{k: row[k] for k in CSV_FIELDS if k in row}}
+            ci = row["interval"] or [None, None]
+            line = {"model_a": a, "model_b": b, "scale_low": scale[0], "scale_high": scale[1], "interval_low": ci[0],
+                    "interval_high": ci[1], **{k: row[k] for k in CSV_FIELDS if k in row}}
             writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else ("" if v is None else v))
                              for k, v in clean_json(line).items()})
     return buf.getvalue()
@@ -196,10 +225,39 @@ def write_comparison_files(save_path: Path, comparisons: dict[tuple[str, str], d
     return written
 
 
-def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *, resamples: int = 2000,
-                      seed: int = 0) -> list[Path]:
-    """Write comparisons/*.json and comparisons.csv; `results` defaults to every results/*.json found."""
+def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *,
+                      primary: Sequence[str] | None = None, resamples: int = 2000, seed: int = 0) -> list[Path]:
+    """Write comparisons/*.json and comparisons.csv; `results` defaults to every results/*.json found,
+    `primary` to the save path's configured one (manifest.json), else each pair's default."""
     save_path = Path(save_path)
     if results is None:
         results = load_results(save_path)
-    return write_comparison_files(save_path, compare_results(results, resamples=resamples, seed=seed))
+    if primary is None:
+        primary = configured_primary(save_path)
+    return write_comparison_files(save_path, compare_results(results, primary=primary, resamples=resamples,
+                                                             seed=seed))
+
+
+def stale(save_path: Path) -> bool:
+    """The save path's comparison files are missing (two or more models) or were written under another
+    schema: their verdicts would follow another family and must be computed again."""
+    folder = Path(save_path) / "comparisons"
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        return len(list((Path(save_path) / "results").glob("*.json"))) >= 2
+    for f in files:
+        try:
+            if json.loads(f.read_text(encoding="utf-8")).get("schema") != SCHEMA:
+                return True
+        except (OSError, ValueError, AttributeError):
+            return True
+    return False
+
+
+def current(save_path: Path) -> list[dict[str, Any]] | None:
+    """The comparisons of a save path as this version decides them, in memory, when its files are
+    stale (`stale`); None when the files are current."""
+    if not stale(save_path):
+        return None
+    comps = compare_results(load_results(save_path), primary=configured_primary(save_path))
+    return list(comps.values())

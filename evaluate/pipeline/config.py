@@ -12,6 +12,8 @@ unchanged. This project adds, all optional:
     gpt_with_reference: false
     metric_options: {BERTScore: {num_layers: 6}, ROUGE: {multi_ref: max}}
     RepEval / SAGEval lists in a category entry, and top-level `repeval` / `sageval` settings.
+    primary:      [GPT/correctness, Metrics/ROUGE-L]   the confirmatory scores of every pair of models
+    summary_scores: [GPT/correctness]                  the scores of the closing lines (default: primary)
 
 Relative paths inside a config file are resolved against the file's folder; paths given on the
 command line are resolved against the current directory.
@@ -44,7 +46,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
-    "judge", "gpt_with_reference", "metric_options", "battle", "limit", "max_invalid_share",
+    "judge", "gpt_with_reference", "metric_options", "battle", "limit", "max_invalid_share", "primary",
+    "summary_scores",
 )
 
 
@@ -87,6 +90,8 @@ class RunConfig:
     limit: int | None = None  # only the first N records of each category (a quick run); None: all
     shard: tuple[int, int] | None = None  # --shard I/N (evaluate/shard.py); not part of the config's hash
     max_invalid_share: float = 1.0  # a family with this share of invalid scores (or more) fails the run: exit 3
+    primary: list[str] | None = None  # confirmatory scores of each pair (`Family/name`); None: a default per family
+    summary_scores: list[str] | None = None  # scores of the closing lines; None: the primary scores
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -114,6 +119,7 @@ class RunConfig:
             "limit": self.limit,
             "battle": self.battle,
             "max_invalid_share": self.max_invalid_share,
+            **{k: v for k, v in (("primary", self.primary), ("summary_scores", self.summary_scores)) if v},
         }
 
     def family_options(self, family: str) -> Any:
@@ -288,6 +294,14 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         else:
             cfg.max_invalid_share = float(value)
 
+    for key in ("primary", "summary_scores"):
+        value = raw.get(key)
+        if value is not None and chk.expect(value, list, key, "a list of score names such as GPT/correctness"):
+            names = [v for i, v in enumerate(value) if chk.expect(v, str, f"{key}[{i}]", "a score name string")]
+            if not names:
+                chk.problems.append(f"{key}: an empty list; leave the key out for the default")
+            setattr(cfg, key, names or None)
+
     value = raw.get("metric_options")
     if value is not None and chk.expect(value, dict, "metric_options", "a mapping METRIC -> {option: value}"):
         cfg.metric_options = value
@@ -340,6 +354,31 @@ def check_model_names(names: list[str], source: str = "config") -> None:
             by_file[f] = name
     if problems:
         raise ConfigError(problems, source)
+
+
+def resolve_score_names(cfg: RunConfig, planned: list[str]) -> None:
+    """`primary` and `summary_scores` against the scores the plan will produce: a full key
+    (`GPT/correctness`) or a name that only one planned key ends with (`correctness`, `ROUGE-L`);
+    each is stored as its full key. ConfigError naming the key path and the closest planned names."""
+    problems = []
+    for key in ("primary", "summary_scores"):
+        names = getattr(cfg, key)
+        if not names:
+            continue
+        out = []
+        for i, name in enumerate(names):
+            hits = [k for k in planned if k == name] or [k for k in planned if k.split("/", 1)[-1] == name]
+            if len(hits) == 1:
+                out.append(hits[0])
+            elif hits:
+                problems.append(f'{key}[{i}]: "{name}" is ambiguous ({", ".join(hits)}); write the full key')
+            else:
+                problems.append(f'{key}[{i}]: no score "{name}" in this run'
+                                f'{suggest(name, planned + [k.split("/", 1)[-1] for k in planned])}'
+                                f" (planned: {', '.join(planned) or 'none'})")
+        setattr(cfg, key, list(dict.fromkeys(out)))
+    if problems:
+        raise ConfigError(problems, str(cfg.source or "config"))
 
 
 def load_config(path: Path) -> RunConfig:

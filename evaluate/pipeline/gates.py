@@ -9,7 +9,9 @@
       MODEL empty or `*` means every model the config scores; CATEGORY empty means the overall
       aggregate. SCORE with or without its family prefix (`BLEU-4` or `Metrics/BLEU-4`).
     --fail-if-worse CANDIDATE:BASELINE:[CATEGORY:]SCORE   the paired comparison of the run says the
-      baseline is significantly better on SCORE (Holm-adjusted, the comparisons' own verdict);
+      baseline is better on SCORE (the comparisons' own verdict: for a primary score over all items,
+      its simultaneous interval within the pair's confirmatory family excludes 0; any other row is
+      exploratory, its unadjusted 95% interval excludes 0, and the failure says so);
       no CATEGORY: the "(all)" row over every category.
     --fail-under-win-rate CANDIDATE:BASELINE=X   the candidate's battle win rate against the
       baseline (ties count half, invalid verdicts left out) below X.
@@ -269,7 +271,7 @@ def score_failures(results: list[Any], gates: list[ScoreGate]) -> list[str]:
 
 
 def worse_failures(comparisons: list[dict[str, Any]], gates: list[WorseGate]) -> list[str]:
-    """Paired comparisons whose verdict is "the baseline is better" (significant after Holm)."""
+    """Paired comparisons whose verdict is "the baseline is better" (see the module docstring)."""
     failures = []
     for g in gates:
         comp = next((c for c in comparisons if {c.get("model_a"), c.get("model_b")} == {g.candidate, g.baseline}), None)
@@ -279,13 +281,24 @@ def worse_failures(comparisons: list[dict[str, Any]], gates: list[WorseGate]) ->
                              f"{g.baseline} on {g.score} ({g.category})")
         for r in rows:
             if r.get("better") == g.baseline:
-                ci = r.get("ci95") or [float("nan")] * 2
                 failures.append(f"{g.candidate} worse than {g.baseline} on {g.category}:{r['score']}: mean "
                                 f"{_mean_of(r, comp, g.candidate):.4f} vs {_mean_of(r, comp, g.baseline):.4f}, "
-                                f"p (Holm) = {r.get('p_holm'):.3g}, 95% CI of the difference {ci[0]:.3f} to {ci[1]:.3f}")
+                                f"{_evidence(r)}")
             elif r.get("better") is None and str(r.get("verdict", "")).startswith("not comparable"):
                 raise InputError(f'--fail-if-worse "{g.spec}": {r["verdict"]}')
     return failures
+
+
+def _evidence(row: dict[str, Any]) -> str:
+    """The row's role, adjusted p and interval (with its level) in words."""
+    role = row.get("role") or "exploratory"
+    p = row.get("p_adj")
+    text = f"{role}, p_adj = {p:.3g}" if isinstance(p, (int, float)) else role
+    ci, lv, m = row.get("interval"), row.get("level"), row.get("m") or 1
+    if ci and isinstance(lv, (int, float)):
+        kind = f"simultaneous {1 - (1 - lv) * m:.0%}" if row.get("simultaneous") else f"{lv:.0%}"
+        return f"{text}, {kind} interval of the difference {ci[0]:.3f} to {ci[1]:.3f}"
+    return f"{text}, no interval ({row.get('interval_note') or 'none'})"
 
 
 def _mean_of(row: dict[str, Any], comp: dict[str, Any], model: str) -> float:

@@ -223,7 +223,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
     first_order = next(iter(orders.values()), [])
 
     # ---------------------------------------------------------------- battles
-    from ..families.gpt import by_category, controlled, style_controlled_ranking
+    from ..families.gpt import battle_ranking, by_category, controlled
 
     outputs = {model: {i: it.get("output", "") for i, it in m.items.items()} for model, m in merged.items()}
 
@@ -247,14 +247,11 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
         save.add_battle(res.model_a, res.model_b, data)
         results.append(res)
     if len(merged) > 2 and results:
-        from ..stats.bradley_terry import rank
-
-        try:
-            ranking = rank(results).to_dict()
-            ranking["style_controlled"] = style_controlled_ranking(results, outputs)
+        ranking = battle_ranking(results, outputs)
+        if ranking is None:
+            log("merge: ranking: fewer than two decided battle verdicts")
+        else:
             save.set_ranking(ranking)
-        except InputError as exc:
-            log(f"merge: ranking: {exc}")
 
     # ---------------------------------------------------------------- other per-shard folders
     notes = []

@@ -42,7 +42,8 @@ def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None
         try:
             from .comparisons import compare_results, not_comparable, write_comparison_files
 
-            comparisons = compare_results(dicts)
+            primary = (manifest.get("config") or {}).get("primary")
+            comparisons = compare_results(dicts, primary=primary)
             files["comparisons"] = [str(p) for p in write_comparison_files(save.path, comparisons)]
             for line in not_comparable(comparisons):
                 save.log(f"warning: {line}")

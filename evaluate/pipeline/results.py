@@ -56,8 +56,9 @@ def _finite(v: Any) -> bool:
 
 
 BOOTSTRAP_MAX_N = 2000  # above this a t interval (clipped to the scale) is accurate and far cheaper
-CI_METHOD = ("95% percentile bootstrap of the mean (2000 resamples, seed 0) for n <= 2000, else Student's t; "
-             "always inside the score's scale and the range of the values")
+CI_METHOD = ("95% expanded percentile bootstrap of the mean (2000 resamples, seed 0) for 10 <= n <= 2000, else "
+             "Student's t; always inside the score's scale and the range of the values; below 10 items none "
+             "(`ci_note` says why)")
 
 
 def _t975(dof: int) -> float:
@@ -66,9 +67,15 @@ def _t975(dof: int) -> float:
     return float(t.ppf(0.975, dof))
 
 
-def mean_ci(xs: list[float], scale: tuple[float, float] | None) -> list[float]:
-    """A 95% interval of the mean that never leaves the score's scale (nor the values' range)."""
+def mean_ci(xs: list[float], scale: tuple[float, float] | None) -> list[float] | None:
+    """A 95% interval of the mean that never leaves the score's scale (nor the values' range); None below
+    MIN_INTERVAL_N values, where no bootstrap interval keeps 95% (a two-item "95% interval" of
+    0.864 to 0.870 would claim a precision two items cannot give)."""
+    from ..stats.intervals import MIN_INTERVAL_N
+
     n = len(xs)
+    if n < MIN_INTERVAL_N:
+        return None
     if n <= BOOTSTRAP_MAX_N:
         return list(_bootstrap_ci(tuple(xs), scale))
     mean = sum(xs) / n
@@ -85,7 +92,7 @@ def _bootstrap_ci(xs: tuple[float, ...], scale: tuple[float, float] | None) -> t
     every category and family, and only the groups that changed are resampled again."""
     from ..stats.intervals import bootstrap_mean_ci
 
-    return bootstrap_mean_ci(xs, bounds=scale)
+    return bootstrap_mean_ci(xs, bounds=scale, expanded=True)
 
 
 def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float, float] | None = None) -> dict[str, Any]:
@@ -100,8 +107,13 @@ def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float,
     std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
     best = max(values, key=lambda p: p[1])
     worst = min(values, key=lambda p: p[1])
-    agg.update(mean=mean, std=std, ci95=mean_ci(xs, scale),
+    ci = mean_ci(xs, scale)
+    agg.update(mean=mean, std=std, ci95=ci,
                best={"id": best[0], "value": best[1]}, worst={"id": worst[0], "value": worst[1]})
+    if ci is None:
+        from ..stats.intervals import too_few_reason
+
+        agg["ci_note"] = too_few_reason(n)
     return agg
 
 

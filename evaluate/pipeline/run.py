@@ -34,7 +34,8 @@ from ..families import Context, Family
 from .answers import AnswerSet, load_answer_sets
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
-from .config import RunConfig, check_model_names, judge_reachability
+from .config import RunConfig, check_model_names, judge_reachability, resolve_score_names
+from .gates import known_of
 from .outputs import write_outputs
 from .plan import Plan, build_plan, family_context, limit_records, with_scale
 from .savedir import SaveDir
@@ -78,6 +79,7 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     apply_shard(sets, cfg.shard)
     contexts: dict[str, Context] = {}
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
+    resolve_score_names(cfg, known_of(plan, [s.name for s in sets]).scores)
     check_output_dir(cfg.save_path, "save_path", ("results", "runs", "charts", "battles"))
     if any(w.get("judge_calls") for w in plan.work.values()):
         judge_reachability(cfg)

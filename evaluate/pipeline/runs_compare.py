@@ -1,6 +1,8 @@
 """Two runs of the same models on the same items, compared over time (yesterday's checkpoint against
-today's): per model, category and score, the paired difference B - A with its interval, test and
-Holm-adjusted verdict, exactly as two models of one run are compared (evaluate.pipeline.comparisons).
+today's): per model, category and score, the paired difference with its interval, test and verdict,
+exactly as two models of one run are compared (evaluate.pipeline.comparisons): each model's two runs
+are one pair, its primary scores over all items confirmatory (run A's `primary`, else the default),
+the rest exploratory.
 
 Refused (InputError) when the runs share no model, or a shared model shares no item (same id and
 category); rows whose signatures differ (another judge, prompt, tokenizer or metric option) are
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from .comparisons import NOT_COMPARABLE, compare_results
+from .comparisons import NOT_COMPARABLE, compare_pair, configured_primary
 from .results import signature_diff
 
 
@@ -39,6 +41,7 @@ def compare_runs(path_a: Path, path_b: Path, *, models: list[tuple[str, str]] | 
             raise InputError(f"compare: {path_a} ({', '.join(sorted(ra))}) and {path_b} ({', '.join(sorted(rb))}) "
                              "share no model name; name the pairs with --model A_NAME:B_NAME")
     out = []
+    primary = configured_primary(path_a)
     for ma, mb in models:
         if ma not in ra or mb not in rb:
             missing = f"{ma} in {path_a}" if ma not in ra else f"{mb} in {path_b}"
@@ -49,7 +52,7 @@ def compare_runs(path_a: Path, path_b: Path, *, models: list[tuple[str, str]] | 
         if not ids_a & ids_b:
             raise InputError(f"compare: {ma} in {path_a} and {mb} in {path_b} share no item (same id and category): "
                              "compare runs of the same answer files' items")
-        comp = compare_results([a, b], resamples=resamples, seed=seed)[(f"A:{ma}", f"B:{mb}")]
+        comp = compare_pair(a, b, primary=primary, resamples=resamples, seed=seed)
         comp["run_a"], comp["run_b"] = str(path_a), str(path_b)
         comp["items_only_in_a"], comp["items_only_in_b"] = len(ids_a - ids_b), len(ids_b - ids_a)
         out.append(comp)

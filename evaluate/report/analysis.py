@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..stats.family import CONFIRMATORY, EXPLORATORY, Decision
 from .data import SaveData
 
 # a judge whose battle verdicts look like this is flagged, whatever judge_check.json says
@@ -52,26 +53,43 @@ def pvalue(p: Any) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-def level_of(comp: dict[str, Any]) -> str:
-    lv = (comp.get("method") or {}).get("level", 0.95)
-    return f"{100 * lv:.0f}%" if finite(lv) else "95%"
+def interval_label(row: dict[str, Any]) -> str:
+    """What the interval beside a verdict is: its level, and whether it is simultaneous (adjusted)."""
+    lv, m = row.get("level"), row.get("m") or 1
+    if not finite(lv):
+        return "interval"
+    if row.get("simultaneous"):
+        return f"simultaneous {1 - (1 - lv) * m:.0%} interval (each at {lv:.4g})"
+    return f"{lv:.0%} interval" + (", unadjusted" if row.get("role") == EXPLORATORY else "")
+
+
+def row_interval_text(row: dict[str, Any]) -> str:
+    """The interval of a row as the tables show it, or why there is none ("too few items", ...)."""
+    if row.get("interval"):
+        return interval(row["interval"])
+    return "no interval" if not row.get("interval_note") else f"no interval: {row['interval_note']}"
 
 
 def row_sentence(row: dict[str, Any], comp: dict[str, Any]) -> str:
-    """One comparison row in words, e.g. 'model_b higher by 0.12 (95% CI 0.05 to 0.19, Holm p = 0.003)'."""
-    lv = level_of(comp)
-    ci = row.get("ci95") or [None, None]
-    ci_text = f"{lv} CI {num(ci[0])} to {num(ci[1])}" if all(finite(v) for v in ci) else f"{lv} CI –"
-    if row.get("verdict") in ("A better", "B better"):
-        better = row.get("better") or (comp["model_a"] if row["verdict"] == "A better" else comp["model_b"])
-        return f"{better} higher by {num(abs(row.get('diff') or 0))} ({ci_text}, Holm {pvalue(row.get('p_holm'))})"
-    mde = row.get("mde")
-    tail = (f"; n = {row.get('n')} too small to detect less than {num(mde)}" if finite(mde) else "")
-    return f"no detectable difference (A − B = {num(row.get('diff'))}, {ci_text}{tail})"
+    """One comparison row in words (`stats.family.Decision.sentence`): the interval, its level and whether
+    it is adjusted are always named, e.g. 'model_b higher by 0.120 (simultaneous 95% interval ...)'."""
+    if str(row.get("verdict", "")).startswith("not comparable"):
+        return str(row["verdict"])
+    d = Decision(key=row.get("score", ""), category=row.get("category", ""), role=row.get("role") or EXPLORATORY,
+                 n=row.get("n") or 0, diff=row.get("diff"), p=row.get("p"), p_adj=row.get("p_adj"),
+                 m=row.get("m") or 1, test=row.get("test"), verdict=row.get("verdict") or "no detectable difference",
+                 interval=tuple(row["interval"]) if row.get("interval") else None, level=row.get("level") or 0.95,
+                 simultaneous=bool(row.get("simultaneous")), interval_note=row.get("interval_note"),
+                 detectable=row.get("detectable") or "")
+    return d.sentence(comp.get("model_a", "A"), comp.get("model_b", "B"))
 
 
 def significant(row: dict[str, Any]) -> bool:
     return row.get("verdict") in ("A better", "B better")
+
+
+def confirmatory(row: dict[str, Any]) -> bool:
+    return row.get("role") == CONFIRMATORY
 
 
 def verdict_detail(verdict_text: str) -> str:

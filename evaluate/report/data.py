@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-COMPARISON_SCHEMA = "llm-eval-comparison/1"
+COMPARISON_SCHEMA = "llm-eval-comparison/2"
 
 
 class NoResults(Exception):
@@ -93,8 +93,10 @@ def load_save_path(save_path: Path) -> SaveData:
     for f in sorted((save_path / "comparisons").glob("*.json")):
         data = read_optional(f, problems)
         if isinstance(data, dict) and isinstance(data.get("rows"), list):
-            if data.get("schema") not in (None, COMPARISON_SCHEMA):
-                problems.append(f"{f}: schema {data.get('schema')!r}, read as {COMPARISON_SCHEMA}")
+            if data.get("schema") != COMPARISON_SCHEMA:
+                problems.append(f"{f}: schema {data.get('schema')!r} of an older version, not shown; "
+                                f"`eval.py report {save_path}` writes it again as {COMPARISON_SCHEMA}")
+                continue
             out.comparisons.append(data)
     if (save_path / "judge_check.json").is_file():
         jc = read_optional(save_path / "judge_check.json", problems)

@@ -23,12 +23,14 @@ from .analysis import (
     families_of,
     finite,
     headline_key,
+    confirmatory,
     interval,
+    interval_label,
     judge_warnings,
-    level_of,
     num,
     pct,
     pvalue,
+    row_interval_text,
     row_sentence,
     significant,
     verdict_detail,
@@ -68,7 +70,8 @@ def render(data: SaveData) -> str:
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(num=num, pct=pct, interval=interval, pvalue=pvalue)
+    env.filters.update(num=num, pct=pct, interval=interval, pvalue=pvalue, elo=_elo,
+                       elo_interval=lambda iv: f"[{_elo(iv[0])}, {_elo(iv[1])}]" if iv else "–")
     ctx = context(data)
     return env.get_template("report.html.j2").render(**ctx)
 
@@ -85,7 +88,7 @@ def context(data: SaveData) -> dict[str, Any]:
         "categories": data.categories,
         "manifest": manifest,
         "pairs": pairs(data),
-        "ranking": data.ranking,
+        "ranking": ranking_view(data.ranking),
         "judge": judge_panel(data),
         "warnings": judge_warnings(data),
         "sections": category_sections(data),
@@ -94,6 +97,20 @@ def context(data: SaveData) -> dict[str, Any]:
         "problems": data.problems,
         **embed_browser_data(browser_data(data)),
     }
+
+
+def _elo(x: Any) -> str:
+    """A rating on the Elo scale: whole points (a decimal would claim a precision no ranking has)."""
+    return f"{x:.0f}" if finite(x) else "–"
+
+
+def ranking_view(ranking: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The one ranking (battles/ranking.json) with its models in raw-rating order; None when absent or
+    written by an older version (no raw table)."""
+    if not ranking or not isinstance(ranking.get("raw"), dict):
+        return None
+    order = sorted(ranking["raw"], key=lambda m: ranking["raw"][m].get("rank", 0))
+    return {**ranking, "order": order}
 
 
 def _aggs(res: dict[str, Any], category: str | None) -> dict[str, Any]:
@@ -114,15 +131,20 @@ def pairs(data: SaveData) -> list[dict[str, Any]]:
             shown = []
             for r in rows:
                 shown.append({**r, "sentence": row_sentence(r, comp), "sig": significant(r),
-                              "ci_text": interval(r.get("ci95")), "p_text": pvalue(r.get("p_holm"))})
-            shown.sort(key=lambda r: (not r["sig"], r.get("category") != "(all)", r.get("category", ""),
-                                      r.get("score", "")))
-            counts = {"a": sum(r.get("verdict") == "A better" for r in rows),
-                      "b": sum(r.get("verdict") == "B better" for r in rows),
-                      "none": sum(not significant(r) for r in rows)}
-            entry["comparison"] = {"method": comp.get("method") or {}, "level": level_of(comp), "rows": shown,
-                                   "counts": counts, "sig_rows": [r for r in shown if r["sig"]],
-                                   "other_rows": [r for r in shown if not r["sig"]]}
+                              "ci_text": _short_interval(r), "ci_label": interval_label(r),
+                              "p_text": pvalue(r.get("p_adj")), "short": _short_verdict(r, a, b),
+                              "detect": _short_detectable(r)})
+            shown.sort(key=lambda r: (not confirmatory(r), not r["sig"], r.get("category") != "(all)",
+                                      r.get("category", ""), r.get("score", "")))
+            conf = [r for r in shown if confirmatory(r)]
+            explo = [r for r in shown if not confirmatory(r)]
+            counts = {"a": sum(r.get("verdict") == "A better" for r in conf),
+                      "b": sum(r.get("verdict") == "B better" for r in conf),
+                      "none": sum(not r["sig"] for r in conf),
+                      "explo_sig": sum(r["sig"] for r in explo)}
+            entry["comparison"] = {"method": comp.get("method") or {}, "rows": shown, "counts": counts,
+                                   "confirmatory": conf, "exploratory_sig": [r for r in explo if r["sig"]],
+                                   "exploratory_other": [r for r in explo if not r["sig"]]}
         if not found:  # no tests: at least each model's headline scores with their own intervals
             res = {r["model"]: r for r in data.results}
             keys = sorted(set(_aggs(res[a], None)) & set(_aggs(res[b], None)))
@@ -134,6 +156,30 @@ def pairs(data: SaveData) -> list[dict[str, Any]]:
             entry["battle"] = battle_view(bt, swapped)
         out.append(entry)
     return out
+
+
+def _short_interval(row: dict[str, Any]) -> str:
+    """The interval, or in two or three words why there is none (the full reason is in the row's sentence)."""
+    if row.get("interval"):
+        return interval(row["interval"])
+    note = str(row.get("interval_note") or "")
+    return "too few items" if note.startswith("too few") else "all equal" if note else row_interval_text(row)
+
+
+def _short_verdict(row: dict[str, Any], a: str, b: str) -> str:
+    if significant(row):
+        return f"{a if row['verdict'] == 'A better' else b} better"
+    return str(row.get("verdict") or "")
+
+
+def _short_detectable(row: dict[str, Any]) -> str:
+    """What the n could detect, short: 'detects ≥ 0.31', 'too few pairs for any test', ..."""
+    text = str(row.get("detectable") or "")
+    if "too few pairs" in text:
+        return "too few pairs for any test"
+    if " detects |A − B| of about " in text:
+        return "detects ≥ " + text.split(" of about ", 1)[1].split(" ", 1)[0]
+    return text
 
 
 def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
@@ -276,7 +322,7 @@ def category_sections(data: SaveData) -> list[dict[str, Any]]:
                 comp, rows, _ = found
                 mine = [r for r in rows if r.get("category") == cat]
                 if mine:
-                    forests.append({"a": comp["model_a"], "b": comp["model_b"], "level": level_of(comp),
+                    forests.append({"a": comp["model_a"], "b": comp["model_b"], "level": _levels(mine),
                                     "svg": Markup(forest_svg(mine, comp["model_a"], comp["model_b"]))})
         sage = {m: s["by_category"][cat] for m, s in data.sageval.items()
                 if cat in (s.get("by_category") or {})}
@@ -286,13 +332,19 @@ def category_sections(data: SaveData) -> list[dict[str, Any]]:
     return sections
 
 
+def _levels(rows: list[dict[str, Any]]) -> str:
+    """The interval levels of a set of rows, in words (one level for a category's exploratory rows)."""
+    labels = sorted({interval_label(r) for r in rows if r.get("interval")})
+    return "; ".join(labels) or "no intervals (too few items)"
+
+
 def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
     """Paired differences A − B with their intervals around zero, one line per score.
 
     Scores on different scales share one axis as a share of each score's scale ([lo, hi]); a
     score without a known scale is drawn on its own axis (its largest |CI end| = the half width)
     and marked †. The numbers beside each line are in the score's own units."""
-    rows = [r for r in rows if all(finite(v) for v in (r.get("ci95") or [None, None])) and finite(r.get("diff"))]
+    rows = [r for r in rows if all(finite(v) for v in (r.get("interval") or [None, None])) and finite(r.get("diff"))]
     if not rows:
         return ""
     label_w, text_w, plot_w, row_h, top = 170, 250, 300, 22, 30
@@ -300,7 +352,7 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
     height = top + row_h * len(rows) + 40
 
     def norm(r: dict[str, Any]) -> tuple[float, float, float, bool]:
-        lo, hi = r["ci95"]
+        lo, hi = r["interval"]
         sc = r.get("scale")
         if isinstance(sc, (list, tuple)) and len(sc) == 2 and finite(sc[0]) and finite(sc[1]) and sc[1] > sc[0]:
             w = sc[1] - sc[0]
@@ -331,7 +383,7 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
         parts.append(f'<line x1="{x(lo, own):.1f}" y1="{y:.1f}" x2="{x(hi, own):.1f}" y2="{y:.1f}" class="ci {cls}"/>')
         parts.append(f'<circle cx="{x(d, own):.1f}" cy="{y:.1f}" r="4" class="pt {cls}"/>')
         parts.append(f'<text x="{label_w + plot_w + 8}" y="{y + 4:.1f}" class="num">'
-                     f'{escape(num(r["diff"]))} {escape(interval(r["ci95"]))}'
+                     f'{escape(num(r["diff"]))} {escape(interval(r["interval"]))}'
                      f'{" *" if significant(r) else ""}</text>')
     for t in (-span, -span / 2, span / 2, span):  # ticks of the shared axis, as a share of the scale
         tx = x(t, False)
@@ -340,7 +392,7 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
     parts.append(f'<text x="{x(0, False):.1f}" y="{height - 12}" text-anchor="middle" class="ax">0</text>')
     axis = "share of the score's scale" if any(not own for *_, own in normed) else "own scale per row"
     parts.append(f'<text x="{label_w + plot_w / 2:.1f}" y="{height - 1}" text-anchor="middle" class="ax">'
-                 f'A − B, {escape(axis)} (±{span:.2g}); † own axis; * significant after Holm</text>')
+                 f'A − B, {escape(axis)} (±{span:.2g}); † own axis; * interval excludes 0</text>')
     parts.append("</svg>")
     return "".join(parts)
 

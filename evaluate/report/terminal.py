@@ -1,9 +1,18 @@
-"""The closing summary of a run: one compact table that fits the terminal, then where to look.
+"""The closing lines of a run: is B better than A, where, and by how much, in the terminal.
 
-Rows are category x family (the family's headline score), columns the models; `*` marks the
-better model where the paired comparison (comparisons/) is significant after Holm. With two
-models a battle column gives the judge's win rate of the first model. Plain text unless `color`
-(default: stdout is a tty and NO_COLOR is unset).
+In this order, each line within `width` columns (80 by default) except a file path, which is never cut:
+
+- each model's mean over all items of the shown scores (the config's `summary_scores`, else each
+  pair's primary scores: metrics added through a prompt file are GPT scores like any other);
+- per pair of models: the confirmatory verdict of each shown score with the difference, its
+  interval (simultaneous over the pair's primary scores, or "too few items") and adjusted p, naming
+  the model a verdict favours; the battle's win rate, saying whose, with the length-controlled one
+  beside it; the exploratory rows whose interval excludes 0, as leads;
+- the ranking with its level, raw and style-controlled, when there are more than two models;
+- the judge's requests, cache hits, tokens and cost, the judge cache, invalid scores per family;
+- judge warnings, then where the files are, the report first.
+
+Plain text unless `color` (default: stdout is a tty and NO_COLOR is unset).
 """
 
 from __future__ import annotations
@@ -11,131 +20,257 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import textwrap
 from pathlib import Path
+from typing import Any, Sequence
 
-from .analysis import families_of, finite, headline_key, interval, judge_warnings, num
+from ..core.errors import InputError
+from ..core.registry import suggest
+from ..stats.family import ALL, default_primary
+from ..stats.intervals import MIN_INTERVAL_N
+from .analysis import confirmatory, finite, judge_warnings, num, significant
 from .data import SaveData, load_save_path
 
 BOLD, RED, GREEN, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[0m"
+SCORE_W = 22  # the score column at 80 columns; narrower terminals shrink it
+MIN_WIDTH = 60
+MAX_LEADS = 4  # exploratory rows named per pair; the rest are counted
 
 
 def _fit(text: str, w: int) -> str:
     return text if len(text) <= w else text[: max(1, w - 1)] + "…"
 
 
-def _significant_better(data: SaveData, category: str, key: str) -> set[str]:
-    """Models that are significantly better than some other model on (category, key)."""
-    out = set()
+def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(text, width=width, subsequent_indent=indent) or [text]
+
+
+def _overall(res: dict[str, Any]) -> dict[str, Any]:
+    return (res.get("aggregates") or {}).get("overall") or {}
+
+
+def resolve_scores(names: Sequence[str], known: Sequence[str]) -> list[str]:
+    """Score names as a user writes them (`correctness`, `GPT/correctness`) -> full keys of this save
+    path; InputError naming the unknown one with the closest known names."""
+    out = []
+    for name in names:
+        hits = [k for k in known if k == name] or [k for k in known if k.split("/", 1)[-1] == name]
+        if len(hits) != 1:
+            why = f"is ambiguous ({', '.join(hits)})" if hits else "is not a score of this save path"
+            raise InputError(f'--scores: "{name}" {why}{suggest(name, list(known))} (known: {", ".join(known)})')
+        out.append(hits[0])
+    return list(dict.fromkeys(out))
+
+
+def shown_scores(data: SaveData, scores: Sequence[str] | None = None) -> list[str]:
+    """The scores of the closing lines: `scores`, else the config's `summary_scores`, else the pairs'
+    primary scores, else the default primary set of the models' overall scores."""
+    known = sorted({k for r in data.results for k in _overall(r)})
+    if scores:
+        return resolve_scores(scores, known)
+    configured = ((data.manifest or {}).get("config") or {}).get("summary_scores")
+    if configured:
+        return [k for k in configured if k in known]
+    primary: dict[str, None] = {}
     for comp in data.comparisons:
-        for r in comp.get("rows", []):
-            if r.get("category") == category and r.get("score") == key and r.get("verdict") in ("A better", "B better"):
-                out.add(r.get("better") or (comp.get("model_a") if r["verdict"] == "A better" else comp.get("model_b")))
-    return out
+        for k in (comp.get("method") or {}).get("primary") or []:
+            primary.setdefault(k, None)
+    if primary:
+        return sorted(primary)
+    by_family: dict[str, list[str]] = {}
+    for k in known:
+        by_family.setdefault(k.split("/", 1)[0], []).append(k)
+    return sorted(default_primary(by_family))
 
 
-def closing_summary(source: Path | SaveData, *, width: int | None = None, color: bool | None = None) -> str:
-    """The closing lines of a save path (its files) or of a run's view (`SaveData`, from memory)."""
+def _means_table(data: SaveData, keys: list[str], width: int) -> list[str]:
+    models = data.models
+    col = max(7, min(12, max(len(m) for m in models)))
+    score_w = max(12, min(SCORE_W, width - (col + 1) * len(models)))
+    lines = [f"{'mean, all items':<{score_w}}" + "".join(f" {_fit(m, col):>{col}}" for m in models)]
+    for k in keys:
+        cells = []
+        for res in data.results:
+            agg = _overall(res).get(k) or {}
+            cells.append(f" {num(agg.get('mean'), 3) if agg else '–':>{col}}")
+        lines.append(f"{_fit(k, score_w):<{score_w}}" + "".join(cells))
+    ns = sorted({(_overall(r).get(k) or {}).get("n") for r in data.results for k in keys} - {None})
+    if ns:
+        lines += _wrap(f"n = {ns[0]}" + (f" to {ns[-1]}" if len(ns) > 1 else "") + " items per score and model; "
+                       "per category in the report", width)
+    return [line.rstrip() for line in lines]
+
+
+def _verdict_word(row: dict[str, Any], a: str, b: str) -> str:
+    if str(row.get("verdict", "")).startswith("not comparable"):
+        return "not comparable"
+    if significant(row):
+        return f"{_fit(a if row['verdict'] == 'A better' else b, 14)} better"
+    return "no difference"
+
+
+def _interval_cell(row: dict[str, Any]) -> str:
+    iv = row.get("interval")
+    if iv and all(finite(v) for v in iv):
+        return f"[{num(iv[0])}, {num(iv[1])}]"
+    if (row.get("n") or 0) < MIN_INTERVAL_N:
+        return "too few items"
+    return "all equal" if row.get("interval_note") else "–"
+
+
+def _pair_block(comp: dict[str, Any], keys: list[str], data: SaveData, width: int, color: bool) -> list[str]:
+    a, b = comp.get("model_a", "A"), comp.get("model_b", "B")
+    method = comp.get("method") or {}
+    rows = comp.get("rows") or []
+    conf = [r for r in rows if confirmatory(r)]
+    na, nb = (sum(r.get("verdict") == v for r in conf) for v in ("A better", "B better"))
+    head = (f"{a} vs {b}: {a} better on {na}, {b} better on {nb}, no detectable difference on "
+            f"{len(conf) - na - nb} of {len(conf)} primary scores")
+    lines = _wrap(head, width)
+    m = method.get("confirmatory_tests") or len(conf)
+    sw = max(10, min(SCORE_W, width - 51))
+    lines.append(f"  {'score':<{sw}} {'A − B':>7} {'interval':<17} {'p_adj':>6}  verdict")
+    by_key = {r.get("score"): r for r in rows if r.get("category") == ALL}
+    for k in keys:
+        r = by_key.get(k)
+        if r is None:
+            continue
+        tag = "" if confirmatory(r) else " (expl.)"
+        p = r.get("p_adj")
+        word = _verdict_word(r, a, b) + tag
+        text = (f"  {_fit(k, sw):<{sw}} {num(r.get('diff')):>7} {_interval_cell(r):<17} "
+                f"{(f'{p:.3f}' if finite(p) else '–'):>6}  ")
+        word = _fit(word, max(8, width - len(text)))
+        lines.append(text + (GREEN + word + RESET if color and significant(r) else word))
+    lines += _wrap(f"  A = {_fit(a, 20)}; intervals simultaneous 95% over the {m} primary scores"
+                   if m > 1 else f"  A = {_fit(a, 20)}; 95% intervals", width, "    ")
+    lines += _battle_lines(data, a, b, width)
+    leads = [r for r in rows if not confirmatory(r) and significant(r)]
+    if leads:
+        named = [f"{_fit(r['better'] or '?', 14)} on {r.get('category')} {r.get('score')}" for r in leads[:MAX_LEADS]]
+        more = f"; {len(leads) - MAX_LEADS} more in the report" if len(leads) > MAX_LEADS else ""
+        lines += _wrap("  leads (exploratory, unadjusted 95%; not findings): higher: " + "; ".join(named) + more,
+                       width, "    ")
+    return lines
+
+
+def _battle_lines(data: SaveData, a: str, b: str, width: int) -> list[str]:
+    found = data.battle_for(a, b)
+    if not found:
+        return []
+    bt, swapped = found
+    s = bt.get("summary") or {}
+    wr, ci = s.get("win_rate"), s.get("win_rate_ci95")
+    ctrl = bt.get("controlled") or {}
+    lc, lc_ci = ctrl.get("lc_win_rate"), ctrl.get("lc_ci")
+    if swapped:
+        wr = 1 - wr if finite(wr) else wr
+        ci = [1 - ci[1], 1 - ci[0]] if ci else ci
+        lc = 1 - lc if finite(lc) else lc
+        lc_ci = [1 - lc_ci[1], 1 - lc_ci[0]] if lc_ci else lc_ci
+
+    def iv(x: Any) -> str:
+        return f"[{num(x[0], 2)}, {num(x[1], 2)}]" if x and all(finite(v) for v in x) else "(too few items)"
+
+    text = (f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}, length-controlled {num(lc, 2)} {iv(lc_ci)}"
+            if finite(lc) else f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}")
+    text += f"; {s.get('invalid', 0)} of {s.get('items', '?')} invalid"
+    return _wrap(text + " (ties half, 95%)", width, "    ")
+
+
+def _ranking_lines(ranking: dict[str, Any] | None, width: int) -> list[str]:
+    if not ranking or not isinstance(ranking.get("raw"), dict):
+        return []
+    raw, sc = ranking["raw"], ranking.get("style_controlled") or {}
+    level = ranking.get("level") or 0.95
+    order = sorted(raw, key=lambda m: raw[m].get("rank", 0))
+    head = (f"ranking (Bradley-Terry, {level:.0%} intervals, {ranking.get('n_items', '?')} questions):"
+            if "no intervals" not in str(ranking.get("interval")) else f"ranking (Bradley-Terry; {ranking['interval']}):")
+    mw = max(8, min(16, width - 47))
+    lines = _wrap(head, width) + [f"  {'model':<{mw}} {'raw':>6} {'interval':<13} {'style-ctl':>9} interval"]
+
+    def elo(x: Any) -> str:
+        return f"{x:.0f}" if finite(x) else "–"
+
+    def iv(x: Any) -> str:
+        return f"[{elo(x[0])}, {elo(x[1])}]" if x and all(finite(v) for v in x) else "–"
+
+    for m in order:
+        c = sc.get(m) or {}
+        lines.append(f"  {_fit(m, mw):<{mw}} {elo(raw[m].get('rating')):>6} {iv(raw[m].get('interval')):<13} "
+                     f"{elo(c.get('rating')):>9} {iv(c.get('interval')):<13}".rstrip())
+    first = (ranking.get("first") or {})
+    for name, label in (("raw", ""), ("style_controlled", "style-controlled: ")):
+        if first.get(name):
+            lines += _wrap(f"  {label}{first[name].get('text')}", width, "    ")
+    return lines
+
+
+def _run_lines(manifest: dict[str, Any] | None, width: int) -> list[str]:
+    """Judge usage, cost, cache hits and invalid counts, from the manifest."""
+    if not manifest:
+        return []
+    lines = []
+    usage = {k: v for k, v in (manifest.get("usage") or {}).items() if isinstance(v, dict) and k != "(judge)"}
+    if usage:
+        tot = {k: sum((u.get(k) or 0) for u in usage.values())
+               for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "failures")}
+        costs = [u.get("cost_usd") for u in usage.values() if finite(u.get("cost_usd"))]
+        hits = f" ({tot['cache_hits'] / tot['requests']:.0%})" if tot["requests"] else ""
+        lines += _wrap(f"judge: {tot['requests']:,} requests, {tot['cache_hits']:,} cache hits{hits}, "
+                       f"{tot['failures']:,} failed; {tot['prompt_tokens'] + tot['completion_tokens']:,} tokens"
+                       + (f", ${sum(costs):.4f}" if costs else ", cost unknown (no judge.price)"), width)
+    for c in manifest.get("judge_cache") or []:
+        asked = c["hits"] + c["misses"]
+        lines.append(f"judge cache: {c['path']}")  # a path is never cut
+        lines.append(f"  {c['entries']:,} entries, {c['bytes'] / 1e6:.1f} MB; this run {c['hits']:,} hits, "
+                     f"{c['misses']:,} misses" + (f" ({c['hits'] / asked:.0%} hits)" if asked else ""))
+    inv = manifest.get("invalid") or {}
+    if inv:
+        parts = [f"{fam} {v.get('invalid', 0)} of {v.get('valid', 0) + v.get('invalid', 0)}"
+                 for fam, v in inv.items() if isinstance(v, dict)]
+        lines += _wrap("invalid scores: " + ", ".join(parts), width)
+    return lines
+
+
+def closing_summary(source: Path | SaveData, *, width: int | None = None, color: bool | None = None,
+                    scores: Sequence[str] | None = None) -> str:
+    """The closing lines of a save path (its files) or of a run's view (`SaveData`, from memory).
+    `scores`: the scores to show (default: see `shown_scores`)."""
     data = source if isinstance(source, SaveData) else load_save_path(Path(source))
     save_path = data.path
     if width is None:
         width = shutil.get_terminal_size((80, 24)).columns
-    width = max(40, width)
+    width = max(MIN_WIDTH, width)
     if color is None:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    models = data.models
-    battle = data.battle_for(models[0], models[1]) if len(models) == 2 else None
-
-    rows: list[list[str]] = []
-    marks: list[list[bool]] = []
-    for cat in data.categories + ["(all)"]:
-        keys: set[str] = set()
-        for res in data.results:
-            aggs = res.get("aggregates") or {}
-            block = aggs.get("overall", {}) if cat == "(all)" else aggs.get("by_category", {}).get(cat, {})
-            keys.update(block)
-        for fam in families_of(sorted(keys)):
-            key = headline_key(sorted(keys), fam)
-            if key is None:
-                continue
-            better = _significant_better(data, cat, key)
-            cells, mk = [], []
-            for res in data.results:
-                aggs = res.get("aggregates") or {}
-                block = aggs.get("overall", {}) if cat == "(all)" else aggs.get("by_category", {}).get(cat, {})
-                agg = block.get(key) or {}
-                cells.append(num(agg.get("mean"), 3) + ("*" if res["model"] in better else ""))
-                mk.append(res["model"] in better)
-            b = ""
-            if battle and fam == "GPT":
-                bt, swapped = battle
-                s = bt.get("summary") if cat == "(all)" else (bt.get("by_category") or {}).get(cat)
-                if s and finite(s.get("win_rate")):
-                    b = num(1 - s["win_rate"] if swapped else s["win_rate"], 2)
-            rows.append([cat, key, *cells] + ([b] if battle else []))
-            marks.append(mk)
-
-    head = ["category", "score", *models] + (["battle"] if battle else [])
-    lines: list[str] = []
-    if rows:
-        n_models = len(models)
-        model_w = [max(7, min(12, len(m))) for m in models]
-        fixed = sum(model_w) + (7 if battle else 0) + 2 * (len(head) - 1)
-        cat_w = max(len(r[0]) for r in rows + [head])
-        key_w = max(len(r[1]) for r in rows + [head])
-        spare = width - fixed
-        if cat_w + key_w > spare:  # shrink the two text columns, the longer first
-            cat_w, key_w = min(cat_w, max(8, spare // 2)), min(key_w, max(10, spare - min(cat_w, max(8, spare // 2))))
-        widths = [cat_w, key_w, *model_w] + ([7] if battle else [])
-        while sum(widths) + 2 * (len(widths) - 1) > width and n_models and min(model_w) > 5:
-            model_w = [w - 1 for w in model_w]
-            widths = [cat_w, key_w, *model_w] + ([7] if battle else [])
-
-        def line(cells: list[str], bold: bool = False, mk: list[bool] | None = None) -> str:
-            parts = []
-            for i, (c, w) in enumerate(zip(cells, widths)):
-                t = _fit(c, w)
-                t = t.ljust(w) if i < 2 else t.rjust(w)
-                if color and mk and 2 <= i < 2 + n_models and mk[i - 2]:
-                    t = GREEN + t + RESET
-                parts.append(t)
-            out = "  ".join(parts).rstrip()
-            return BOLD + out + RESET if color and bold else out
-
-        lines.append(line(head, bold=True))
-        prev = None
-        for r, mk in zip(rows, marks):
-            shown = [r[0] if r[0] != prev else "", *r[1:]]
-            prev = r[0]
-            lines.append(line(shown, mk=mk))
-        notes = ["mean per model"]
-        if data.comparisons:
-            notes.append("* better, paired test significant after Holm")
-        else:
-            notes.append("no comparisons/: differences untested")
-        if battle:
-            notes.append(f"battle = judge win rate of {_fit(models[0], 20)}")
-        lines.append(_wrap("; ".join(notes), width))
-    if len(models) > 2:
-        for bt in data.battles:
-            s = bt.get("summary") or {}
-            lines.append(_fit(f"battle {s.get('model_a')} vs {s.get('model_b')}: win rate {num(s.get('win_rate'), 2)} "
-                              f"95% CI {interval(s.get('win_rate_ci95'), 2)}", width))
+    keys = shown_scores(data, scores)
+    lines = _means_table(data, keys, width) if keys else ["no scores"]
+    if len(data.models) > 1 and not data.comparisons:
+        lines.append("no comparisons/: differences untested")
+    for comp in data.comparisons:
+        lines.append("")
+        lines += _pair_block(comp, keys, data, width, color)
+    if data.comparisons:
+        lines += [""] + _wrap("verdicts: per pair, the primary scores over all items are one family; a difference "
+                              "is called when its simultaneous 95% interval excludes 0 (Bonferroni); 'too few "
+                              "items': below 10 pairs no interval, an exact test decides", width)
+    if len(data.models) > 2:
+        lines += [""] + (_ranking_lines(data.ranking, width) or ["ranking: none (no battles between the models)"])
+    run = _run_lines(data.manifest, width)
+    if run:
+        lines += [""] + run
     for w in judge_warnings(data):
-        text = _wrap("judge warning: " + w, width)
+        text = "\n".join(_wrap("judge warning: " + w, width))
         lines.append(RED + text + RESET if color else text)
     report = save_path / "report.html"
     lines.append("")
-    lines.append(_fit(f"report:   {report}" if report.exists() else f"report:   (not written) eval.py report {save_path}",
-                      width))
+    lines.append(f"report:   {report}" if report.exists() else f"report:   (not written) eval.py report {save_path}")
     for label, p in (("manifest", save_path / "manifest.json"), ("results", save_path / "results"),
                      ("summary", save_path / "summary.csv"), ("battles", save_path / "battles"),
                      ("compare", save_path / "comparisons"), ("charts", save_path / "charts")):
         if p.exists():
-            lines.append(_fit(f"{label + ':':<9} {p}", width))
+            lines.append(f"{label + ':':<9} {p}")
+    if color and lines:
+        lines[0] = BOLD + lines[0] + RESET
     return "\n".join(lines)
-
-
-def _wrap(text: str, width: int) -> str:
-    import textwrap
-
-    return "\n".join(textwrap.wrap(text, width=width, subsequent_indent="  ")) or text

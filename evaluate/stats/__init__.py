@@ -1,7 +1,9 @@
 """Statistics of comparisons: is B better than A, where, and by how much.
 
 - ``intervals``: bootstrap interval of a mean that never leaves the score's scale; Wilson.
-- ``paired``: paired bootstrap interval and test of a mean difference, Holm adjustment, verdict.
+- ``paired``: paired bootstrap interval and test of a mean difference, Holm adjustment, verdict;
+  what an n can detect.
+- ``family``: the multiple-comparison family of one pair of models and verdicts read off their intervals.
 - ``scales``: the (low, high) scale of a score from its signature.
 - ``bradley_terry``: the Bradley-Terry ranking of several models from their battles.
 - ``battle``: battle verdicts controlled for length and style (LC win rate, style-controlled

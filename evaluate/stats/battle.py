@@ -12,8 +12,11 @@ mixes those preferences with answer quality; these estimates take them out where
 - ``bradley_terry``: Chatbot Arena / Arena-Hard style control. Logistic regression of the verdict
   on model indicator differences (+1 for A, -1 for B; no intercept), raw and with style features
   as normalised differences (a - b) / (a + b), standardised. Ratings on the Elo scale
-  1000 + 400 / ln 10 * coefficient, mean-centred (the average model is 1000). Bootstrap over
-  battles; intervals are the 5th-95th percentiles, reported as a 90% interval.
+  1000 + 400 / ln 10 * coefficient, mean-centred (the average model is 1000). Raw and controlled
+  from the same bootstrap resamples at one level (95% by default), over questions when the battles
+  name theirs (every verdict on a question travels together), else over battles. A model is
+  "clearly first" only when, in those resamples, its rating minus every other model's has an
+  interval above 0.
 - ``judge_bias``: P(first position wins), order flip rate, P(longer answer wins), invalid rate.
 - ``battle_analysis``: all of the above for one ``battles/<a>__vs__<b>.json``, per category and overall.
 
@@ -30,7 +33,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .intervals import percentile_interval, wilson_interval
+from .intervals import MIN_INTERVAL_N, percentile_interval, wilson_interval
 
 L2 = 1e-3
 ELO_BASE, ELO_SCALE = 1000.0, 400.0 / math.log(10)
@@ -152,7 +155,9 @@ def length_controlled_win_rate(outcomes: Sequence[float], len_a: Sequence[float]
     x = np.column_stack([np.ones(n), xlen])
     coef = fit_logistic(x, y)
     out.update(lc_win_rate=_sigmoid(coef[0]), theta=float(coef[0]), beta=float(coef[1]), length_sd=sd)
-    if resamples > 0 and n > 1:
+    if n < MIN_INTERVAL_N:
+        out["interval_note"] = f"too few items (n = {n} < {MIN_INTERVAL_N}) for a bootstrap interval"
+    elif resamples > 0:
         counts = _boot_counts(np.random.default_rng(seed), n, resamples)
         lc = 1.0 / (1.0 + np.exp(-fit_logistic_many(x, y, counts, init=coef)[:, 0]))
         out["lc_interval"] = list(percentile_interval(lc, level))
@@ -174,23 +179,50 @@ def _ratings(coef: np.ndarray, k: int) -> np.ndarray:
     return ELO_BASE + ELO_SCALE * (c - c.mean())
 
 
-def _table(models: list[str], ratings: np.ndarray, boots: np.ndarray | None) -> dict[str, dict[str, Any]]:
+def _table(models: list[str], ratings: np.ndarray, boots: np.ndarray | None, level: float) -> dict[str, dict[str, Any]]:
     order = np.argsort(-ratings, kind="stable")
     rank = {int(i): r for r, i in enumerate(order, 1)}
     out = {}
     for i, m in enumerate(models):
-        iv = list(percentile_interval(boots[:, i], 0.90)) if boots is not None and len(boots) else None
+        iv = list(percentile_interval(boots[:, i], level)) if boots is not None and len(boots) else None
         out[m] = {"rating": float(ratings[i]), "interval": iv, "rank": rank[i]}
     return out
 
 
+def first_place(models: list[str], ratings: np.ndarray, boots: np.ndarray | None, level: float,
+                why_none: str = "no resamples") -> dict[str, Any]:
+    """Is the top-rated model clearly first? Yes only when the `level` percentile interval of its rating
+    minus each other model's, over the same resamples, lies above 0; otherwise the models it cannot be
+    told apart from are named."""
+    top = int(np.argmax(ratings))
+    out: dict[str, Any] = {"model": models[top], "clearly": False, "tied_with": [], "margins": {}}
+    if boots is None or not len(boots):
+        out["text"] = f"{models[top]} rated highest; not shown to be first ({why_none})"
+        return out
+    for j, m in enumerate(models):
+        if j == top:
+            continue
+        lo, hi = percentile_interval(boots[:, top] - boots[:, j], level)
+        out["margins"][m] = {"difference": float(ratings[top] - ratings[j]), "interval": [lo, hi]}
+        if lo <= 0:
+            out["tied_with"].append(m)
+    out["clearly"] = not out["tied_with"]
+    out["text"] = (f"{models[top]} clearly first ({level:.0%} intervals of its margin over every other model "
+                   "exclude 0)" if out["clearly"] else
+                   f"no model is clearly first: {models[top]} rated highest, not distinguishable from "
+                   + ", ".join(out["tied_with"]))
+    return out
+
+
 def bradley_terry(battles: Sequence[tuple[str, str, float, Mapping[str, float] | None, Mapping[str, float] | None]],
-                  *, features: Sequence[str] | None = None, resamples: int = 200,
-                  seed: int = 0) -> dict[str, Any]:
+                  *, features: Sequence[str] | None = None, resamples: int = 200, seed: int = 0,
+                  level: float = 0.95, groups: Sequence[str] | None = None) -> dict[str, Any]:
     """Raw and style-controlled Bradley-Terry ratings from (model_a, model_b, outcome, feat_a, feat_b).
 
     features: style feature names to control for; None = every name in the first battle's
     feat_a (no feature dicts: raw only). A feature with no variation is left out and reported.
+    groups: the question of each battle; the bootstrap then resamples questions, so the verdicts of
+    several pairs on one question stay together. Both tables use the same resamples and `level`.
     """
     if not battles:
         raise ValueError("bradley_terry: no battles")
@@ -222,10 +254,23 @@ def bradley_terry(battles: Sequence[tuple[str, str, float, Mapping[str, float] |
             dropped.append(f)
     xs = np.column_stack([xm, *cols]) if cols else xm
     rng = np.random.default_rng(seed)
-    counts = _boot_counts(rng, n, resamples) if resamples > 0 else np.zeros((0, n))
+    if groups is not None:
+        if len(groups) != n:
+            raise ValueError(f"bradley_terry: {len(groups)} groups for {n} battles")
+        index = {g: i for i, g in enumerate(dict.fromkeys(str(g) for g in groups))}
+        units, unit = len(index), "questions"
+        g_idx = np.array([index[str(g)] for g in groups])
+    else:
+        units, unit, g_idx = n, "battles", np.arange(n)
+    too_few = units < MIN_INTERVAL_N
+    counts = (_boot_counts(rng, units, resamples)[:, g_idx] if resamples > 0 and not too_few
+              else np.zeros((0, n)))
+    why_none = f"too few {unit}: {units} < {MIN_INTERVAL_N}" if too_few else "no resamples"
     out: dict[str, Any] = {
-        "models": models, "n_battles": n, "resamples": resamples, "seed": seed,
-        "interval": "90% interval: 5th-95th percentiles of a bootstrap over battles",
+        "models": models, "n_battles": n, "resamples": resamples, "seed": seed, "level": level,
+        "interval": (f"no intervals: {why_none}" if too_few or not resamples else
+                     f"{level:.0%} percentile interval of a bootstrap over {units} {unit} ({resamples} resamples, "
+                     "the same for raw and style-controlled)"),
         "method": "logistic regression on model indicator differences (no intercept, ties as half "
                   f"observations, L2 {L2}); ratings 1000 + 400/ln10 * coefficient, mean-centred; style "
                   "control adds features (a - b) / (a + b), standardised",
@@ -237,11 +282,13 @@ def bradley_terry(battles: Sequence[tuple[str, str, float, Mapping[str, float] |
         coef = fit_logistic(x, y)
         boots = fit_logistic_many(x, y, counts, init=coef) if len(counts) else None
         rb = np.array([_ratings(b, k) for b in boots]) if boots is not None else None
-        out[name] = _table(models, _ratings(coef, k), rb)
+        ratings = _ratings(coef, k)
+        out[name] = _table(models, ratings, rb, level)
+        out.setdefault("first", {})[name] = first_place(models, ratings, rb, level, why_none)
         if name == "style_controlled":
             out["style_coefficients"] = {
                 f: {"coef": float(coef[k - 1 + j]),
-                    "interval": list(percentile_interval(boots[:, k - 1 + j], 0.90)) if boots is not None else None}
+                    "interval": list(percentile_interval(boots[:, k - 1 + j], level)) if boots is not None else None}
                 for j, f in enumerate(used)}
     if not used:
         out["style_coefficients"] = {}

@@ -32,7 +32,7 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from .intervals import MIN_INTERVAL_N, resampled_means
+from .intervals import MIN_INTERVAL_N, expanded_tail, resampled_means
 from .paired import detectability, min_attainable_p, sign_flip_p
 
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
@@ -135,18 +135,6 @@ def _verdict_from(interval: tuple[float, float] | None, p: float | None, alpha_r
     return "A better" if diff > 0 else "B better"
 
 
-def expanded_tail(alpha_row: float, n: int) -> float:
-    """Share of resampled means cut from each end for a two-sided 1 - alpha_row interval, widened for n.
-
-    The plain percentile bootstrap is too narrow at small n (it behaves like z * sd * sqrt((n-1)/n)
-    / sqrt(n) instead of t_{n-1} * sd / sqrt(n)): at n = 10 its 95% interval missed a zero mean 11% of
-    the time on normal data. Hesterberg's expanded percentile interval cuts Phi(-sqrt(n/(n-1)) * t)
-    instead of alpha/2 (t the 1 - alpha_row/2 quantile of Student's t with n - 1 df).
-    """
-    t = float(student_t.ppf(1 - alpha_row / 2, n - 1))
-    return float(norm.cdf(-math.sqrt(n / (n - 1)) * t))
-
-
 def dual_bootstrap(d: np.ndarray, alpha_row: float, resamples: int, seed: int) -> tuple[tuple[float, float], float]:
     """Expanded percentile interval at 1 - alpha_row and the p of the test it inverts, from the same means.
 
@@ -165,7 +153,8 @@ def dual_bootstrap(d: np.ndarray, alpha_row: float, resamples: int, seed: int) -
     if q >= 0.5:
         p = 1.0
     else:
-        t = -float(norm.ppf(q)) * math.sqrt((n - 1) / n) if q > 0 else math.inf
+        q = max(q, 1.0 / (B + 1))  # no resample beyond 0 says p < 1/B, not p = 0; still below the tail cut
+        t = -float(norm.ppf(q)) * math.sqrt((n - 1) / n)
         p = min(1.0, 2.0 * float(student_t.sf(t, n - 1)))
     return (lo, hi), p
 
@@ -220,7 +209,8 @@ def decide_pair(rows: Sequence[RowInput], primary: Iterable[str], *, alpha: floa
 
 def family_method(m: int, alpha: float = 0.05) -> dict[str, Any]:
     """The `method` block a comparison file states about its family."""
-    return {"family": FAMILY_SENTENCE, "confirmatory_tests": m, "alpha": alpha,
-            "adjustment": f"Bonferroni within the pair's {m} primary scores (each at {alpha / max(m, 1):.4g})",
+    adjustment = (f"Bonferroni within the pair's {m} primary score{'s' if m != 1 else ''} (each at "
+                  f"{alpha / m:.4g})" if m else "none: the pair has no primary score, every row is exploratory")
+    return {"family": FAMILY_SENTENCE, "confirmatory_tests": m, "alpha": alpha, "adjustment": adjustment,
             "interval": "expanded percentile bootstrap of the mean difference (Hesterberg); the verdict is read off the interval",
             "min_interval_n": MIN_INTERVAL_N}

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 from scipy.stats import norm
+from scipy.stats import t as student_t
 
 _CHUNK = 2_000_000  # resampled values held at once: bounds memory for large n
 # Fewer values than this get no interval ("too few items"): a percentile bootstrap of a mean is about
@@ -35,6 +36,18 @@ def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator
     return out
 
 
+def expanded_tail(alpha_row: float, n: int) -> float:
+    """Share of resampled means cut from each end for a two-sided 1 - alpha_row interval, widened for n.
+
+    The plain percentile bootstrap is too narrow at small n (it behaves like z * sd * sqrt((n-1)/n)
+    / sqrt(n) instead of t_{n-1} * sd / sqrt(n)): at n = 10 its 95% interval missed a zero mean 11% of
+    the time on normal data. Hesterberg's expanded percentile interval cuts Phi(-sqrt(n/(n-1)) * t)
+    instead of alpha/2 (t the 1 - alpha_row/2 quantile of Student's t with n - 1 df).
+    """
+    t = float(student_t.ppf(1 - alpha_row / 2, n - 1))
+    return float(norm.cdf(-math.sqrt(n / (n - 1)) * t))
+
+
 def percentile_interval(samples: np.ndarray, level: float) -> tuple[float, float]:
     tail = (1.0 - level) / 2.0 * 100.0
     lo, hi = np.percentile(samples, [tail, 100.0 - tail])
@@ -42,8 +55,12 @@ def percentile_interval(samples: np.ndarray, level: float) -> tuple[float, float
 
 
 def bootstrap_mean_ci(values: Sequence[float], *, level: float = 0.95, resamples: int = 2000, seed: int = 0,
-                      bounds: tuple[float, float] | None = None, min_n: int = 1) -> tuple[float, float] | None:
+                      bounds: tuple[float, float] | None = None, min_n: int = 1,
+                      expanded: bool = False) -> tuple[float, float] | None:
     """Percentile bootstrap interval of the mean at `level` (seeded, so a re-run gives the same numbers).
+
+    expanded: cut `expanded_tail` from each end instead of (1 - level) / 2, so that the interval keeps
+    its level at small n (the plain percentile interval is too narrow there).
 
     Always inside [min(values), max(values)] and inside `bounds` (the score's scale, or None).
     One value gives (v, v); no values, or fewer than `min_n` (pass MIN_INTERVAL_N where the interval is
@@ -60,7 +77,8 @@ def bootstrap_mean_ci(values: Sequence[float], *, level: float = 0.95, resamples
     if x.size == 1 or np.all(x == x[0]):
         lo = hi = float(x[0])
     else:
-        lo, hi = percentile_interval(resampled_means(x, resamples, np.random.default_rng(seed)), level)
+        eff = 1.0 - 2.0 * expanded_tail(1.0 - level, x.size) if expanded else level
+        lo, hi = percentile_interval(resampled_means(x, resamples, np.random.default_rng(seed)), eff)
     lo, hi = max(lo, float(x.min())), min(hi, float(x.max()))
     if bounds is not None:
         lo = min(max(lo, bounds[0]), bounds[1])

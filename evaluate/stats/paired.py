@@ -14,8 +14,8 @@ per-model intervals say little); the distribution of per-item differences keeps 
 - MDE: the smallest |mean difference| this n detects at `alpha` (two-sided) with `power`,
   normal approximation: (z_{1-alpha/2} + z_power) * sd(diff) / sqrt(n). A "no detectable
   difference" next to an MDE of 0.4 on a 1-5 scale says the comparison could not have seen less.
-- ``holm``: Holm's step-down adjustment over a family of comparisons (all pairs, categories
-  and scores of a save path), so a table of hundreds of rows does not light up by chance.
+- ``holm``: Holm's step-down adjustment over a family of comparisons (the benchmarks' own tables use
+  it; a run's comparison files use one Bonferroni family per pair, see ``family``).
 """
 
 from __future__ import annotations

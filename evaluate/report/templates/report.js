@@ -39,6 +39,12 @@
     D.models.forEach(function (m, i) { option($("f-m1"), i, m); option($("f-m2"), i, m); });
     $("f-m1").value = "0";
     $("f-m2").value = D.models.length > 1 ? "1" : "0";
+    // the browser is folded so the page stays a few screens long; the Items link (or #browser) unfolds it
+    var openItems = function () { $("items").open = true; };
+    document.querySelectorAll('a[href="#browser"]').forEach(function (a) { a.addEventListener("click", openItems); });
+    if (location.hash === "#browser") openItems();
+    $("items").querySelector("summary").textContent = "Browse the " + D.items.length + " items side by side " +
+      "(filters, every score, the judge's raw replies)";
     ["f-cat", "f-m1", "f-m2", "f-key", "f-invalid", "f-sort"].forEach(function (id) {
       $(id).addEventListener("change", function () { state.page = 0; update(); });
     });
