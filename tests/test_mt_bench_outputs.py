@@ -19,12 +19,12 @@ from evaluate.cli import main as cli
 
 try:
     from tests.fake_openai_server import FakeOpenAIServer, fake_openai  # noqa: F401
-    from tests.test_mt_bench import ANSWERS, BENCH, MODELS, jsonl, judge_reply, selected_questions, show_pairwise, \
-        show_single
+    from tests.test_mt_bench import ANSWERS, BENCH, MODELS, jsonl, judge_reply, narrow, selected_questions, \
+        show_pairwise, show_single
 except ImportError:  # tests/ itself on sys.path
     from fake_openai_server import FakeOpenAIServer, fake_openai  # noqa: F401
-    from test_mt_bench import ANSWERS, BENCH, MODELS, jsonl, judge_reply, selected_questions, show_pairwise, \
-        show_single
+    from test_mt_bench import ANSWERS, BENCH, MODELS, jsonl, judge_reply, narrow, selected_questions, \
+        show_pairwise, show_single
 
 LIMIT = 2
 
@@ -151,7 +151,7 @@ def test_single_results_are_show_result_numbers(data, fake_openai, tmp_path, cap
     assert "report:" in printed and "MT-bench/score" in printed
     assert cli(["summary", str(out), "--width", "100"]) == 0
     summary = capsys.readouterr().out
-    line = next(x for x in summary.splitlines() if x.startswith("(all)"))
+    line = next(x for x in summary.splitlines() if x.startswith("MT-bench/score "))  # the mean over all items
     for m in MODELS:
         assert f"{table['average'][m]:.3f}" in line
     assert str(out / "report.html") in summary
@@ -289,6 +289,7 @@ def test_judge_check_flags_a_random_judge(data, fake_openai, tmp_path, capsys) -
     assert check["trustworthy"] is False and pooled["near_chance"] and pooled["n"] >= 40
     assert "near chance" in check["verdict_text"] and "NOT TRUSTWORTHY" in printed
     assert "judge warning: judge check failed" in printed  # the closing lines
+    assert narrow(printed, tmp_path)
     assert "NOT trustworthy</strong>" in (out / "report.html").read_text()
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import textwrap
 import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -259,8 +260,8 @@ def report_text(record: dict[str, Any]) -> str:
 
     sanity = record["sanity"]
     part = sanity["parts"][0]
-    lines = [f"Judge check on the run's conversations ({sanity['turns_checked']} judged turns, "
-             f"{sanity['pairs']} sanity pairs, seed {sanity['seed']}):",
+    lines = [f"Judge check on the run's conversations: {sanity['turns_checked']} judged turns, "
+             f"{sanity['pairs']} pairs, seed {sanity['seed']};",
              f"the judge should {'rate the intact answer higher' if part == 'rating' else 'prefer the intact answer'}"
              " (ties half)",
              f"{'corruption':<14}{'pairs':>6}{'prefers intact':>16}{'95% Wilson':>15}{'invalid':>9}"
@@ -271,6 +272,7 @@ def report_text(record: dict[str, Any]) -> str:
         drop = f"{_f(blk['rating'].get('mean_drop')):>7}" if part == "rating" else ""
         lines.append(f"{name:<14}{blk['pairs']:>6}{_pct(b['preference']):>16}{_ci(b['ci95']):>15}"
                      f"{b['invalid']:>9}{drop}")
-    lines += ["", ("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
-              + verdict_detail(record["verdict_text"]), "rule: " + RULES["sanity"]]
+    lines += [""] + textwrap.wrap(("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
+                                  + verdict_detail(record["verdict_text"]), 80, subsequent_indent="  ")
+    lines += textwrap.wrap("rule: " + RULES["sanity"], 80, subsequent_indent="  ")
     return "\n".join(lines)

@@ -188,8 +188,7 @@ def fastchat_pair_counts(items: Sequence[BattleItem]) -> dict[str, Any]:
 
 
 def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, list[Record]]) -> None:
-    from ..families.gpt import by_category, controlled, style_controlled_ranking
-    from ..stats.bradley_terry import rank
+    from ..families.gpt import battle_ranking, by_category, controlled
 
     sig = {**_base_signature(result.summary, "pairwise"), "prompt": sorted({m.prompt.name for m in result.matches}),
            "both_orders": True, "turn_rule": "show_result.py: the two games agree, else a tie; an error game: invalid",
@@ -214,11 +213,14 @@ def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, 
         results.append(res)
     if len(inputs.models) > 2 and results:
         try:
-            ranking = rank(results).to_dict()
-            ranking["style_controlled"] = style_controlled_ranking(results, outputs)
-            save.set_ranking(ranking)
+            ranking = battle_ranking(results, outputs)
         except InputError as exc:
             save.log(f"ranking: {exc}")
+        else:
+            if ranking is None:
+                save.log("ranking: fewer than two decided battle verdicts")
+            else:
+                save.set_ranking(ranking)
 
 
 def write_run(save_path: Path, inputs: Inputs, result: RunResult, *, mode: str, config: dict[str, Any],
