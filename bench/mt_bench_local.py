@@ -7,10 +7,12 @@ judge on the same conversations.
    answers) is written under results/mt_bench_local/ (generated from ../shared at run time, never
    committed) and judged with `eval.py mt-bench --mode single` (turn 1 and turn 2; a math question
    gets its reference answer): time per judgment.
-2. The judge check on the run's own conversations: each judged turn again with the assistant's
-   answer replaced by a corrupted copy (truncated to its first third; the answer to another
-   question), FastChat's prompt unchanged. A judge worth trusting rates the intact answer higher:
-   the preference (ties half) with its 95% Wilson interval, "near chance" by the judge check's rule.
+2. The judge check on the run's own conversations (evaluate/judgecheck/mt_bench.py, what
+   `eval.py mt-bench --judge-check N` runs): each judged turn again with the assistant's answer
+   replaced by a corrupted copy (truncated to its first third; the answer to another question),
+   FastChat's prompt unchanged. A judge worth trusting rates the intact answer higher: the
+   preference (ties half) with its 95% Wilson interval, "near chance" by the judge check's rule.
+   Stored in the run's save path like the command's check, and report.html rebuilt to show it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +31,8 @@ from evaluate.benchmarks.mt_bench import load_inputs, make_matches  # noqa: E402
 from evaluate.benchmarks.mt_bench_judge import judge_single  # noqa: E402
 from evaluate.commands.common import load_judge  # noqa: E402
 from evaluate.commands.mt_bench import main as mt_bench_main  # noqa: E402
-from evaluate.judgecheck.corrupt import corrupt  # noqa: E402
-from evaluate.judgecheck.rules import _wilson, near_chance  # noqa: E402
+from evaluate.judgecheck.mt_bench import run_check  # noqa: E402
+from evaluate.report.page import write_report  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 FASTCHAT = SHARED / "fastchat_mt_bench" / "fastchat" / "llm_judge" / "data"
@@ -73,44 +74,30 @@ def main() -> int:
     print(f"\nmt-bench single: exit {code}, {n} judgments in {wall:.0f} s ({wall / n:.1f} s per judgment, "
           "model load included; a re-run is served by the cache)")
 
-    # the judge check on the run's own conversations
+    # the judge check on the run's own conversations: every judged turn, two corruptions
     opts = load_judge(args.config)
     inputs = load_inputs(data, [answers], judge_model=opts.model, mode="single")
     matches = make_matches(inputs, "single")
     backend = open_backend(opts, save / "judge_cache.sqlite")
     try:
-        intact = judge_single(backend, matches)
-        others = {m.question.question_id: m.answer.turns[m.turn - 1] for m in matches}
-        rows = []
-        for kind in ("truncate", "other_answer"):
-            bad = []
-            for m in matches:
-                text = m.answer.turns[m.turn - 1]
-                pool = [t for q, t in others.items() if q != m.question.question_id]
-                got = corrupt(text, kind, seed=0, key=f"{m.question.question_id}-{m.turn}", others=pool)
-                turns = list(m.answer.turns)
-                turns[m.turn - 1] = got[0] if got else text
-                bad.append(replace(m, answer=replace(m.answer, turns=tuple(turns))))
-            t1 = time.time()
-            spoiled = judge_single(backend, bad)
-            wins = valid = 0.0
-            for a, b in zip(intact, spoiled):
-                if a.valid and b.valid:
-                    valid += 1
-                    wins += 1.0 if a.score > b.score else 0.5 if a.score == b.score else 0.0
-            rows.append((kind, wins, int(valid), len(matches), time.time() - t1))
+        intact = judge_single(backend, matches)  # the run's judgments, from the cache
+        record, _ = run_check(save, backend, inputs, matches, intact, "single", n=len(matches),
+                              corruptions=("truncate", "other_answer"))
     finally:
         backend.close()
+    write_report(save)
     print("\njudge check on these conversations (intact answer vs a corrupted copy, FastChat's single prompt):")
     print(f"{'corruption':<13} {'prefers intact':>14} {'95% Wilson':>16} {'valid':>6}  verdict")
-    for kind, wins, valid, total, secs in rows:
-        ci = _wilson(wins, valid)
-        rate = f"{wins / valid:.2f}" if valid else "-"
-        verdict = "near chance" if near_chance(wins, valid) else "tells them apart"
-        print(f"{kind:<13} {rate:>14} {str(ci):>16} {valid:>3}/{total:<2}  {verdict}  ({secs:.0f} s)")
+    for kind, blk in record["sanity"]["by_corruption"].items():
+        r = blk["rating"]
+        rate = f"{r['preference']:.2f}" if r["n"] else "-"
+        verdict = "near chance" if r["near_chance"] else "tells them apart"
+        print(f"{kind:<13} {rate:>14} {str(r['ci95']):>16} {r['n']:>3}/{len(matches):<2}  {verdict}  "
+              f"({blk['wall_s']:.0f} s)")
+    print(f"verdict: {record['verdict_text']}")
     scores = [j.score for j in intact]
     print(f"\nintact ratings: {scores}; invalid {sum(s is None for s in scores)} of {len(scores)}")
-    print(f"tables: {save / 'mt_bench_summary.json'}")
+    print(f"tables: {save / 'mt_bench_summary.json'}; report: {save / 'report.html'}")
     return code
 
 

@@ -189,6 +189,11 @@ def show_pairwise(path: Path, baseline: str | None) -> dict[str, tuple[int, int,
 
 
 # ---------------------------------------------------------------- running the command
+def narrow(printed: str, tmp_path: Path) -> bool:
+    """Every line fits 80 columns, save the closing lines' file paths (printed whole, to be copied)."""
+    return max(len(line) for line in printed.splitlines() if str(tmp_path) not in line) <= 80
+
+
 def judge_config(tmp_path: Path, server: FakeOpenAIServer) -> Path:
     cfg = tmp_path / "judge.yaml"
     cfg.write_text(f"judge:\n  backend: openai\n  model: gpt-4\n  base_url: {server.url}\n  concurrency: 4\n"
@@ -207,7 +212,7 @@ def test_single_mode_prompts_scores_and_tables(data, fake_openai, tmp_path, caps
     out = tmp_path / "out"
     assert run(data, judge_config(tmp_path, fake_openai), out, "single") == 0
     printed = capsys.readouterr().out
-    assert max(map(len, printed.splitlines())) <= 80
+    assert narrow(printed, tmp_path)
 
     want = expected_messages(data, "single")
     got = received(fake_openai, data)
@@ -248,7 +253,13 @@ def test_single_mode_prompts_scores_and_tables(data, fake_openai, tmp_path, caps
         assert set(e["categories"]) == {q["category"] for q in selected_questions(data)}
     assert len(summary["invalid"]) == len(invalid)
     assert {i["judgment"] for i in summary["invalid"]} == {r["judgment"] for r in invalid}
-    assert {p["part"] for p in summary["stats"]["paired"]} == {"turn_1", "turn_2", "overall"}
+    # paired comparisons are the save path's own, per category and per turn (not Holm over a table here)
+    assert "paired" not in summary["stats"]
+    comp = json.loads((out / "comparisons" / "gpt-3.5-turbo__vs__vicuna-13b-v1.3.json").read_text())
+    rows = {(r["category"], r["score"]) for r in comp["rows"]}
+    cats = {q["category"] for q in selected_questions(data)} | {"(all)"}
+    keys = {"MT-bench/score", "MT-bench/score@turn1", "MT-bench/score@turn2"}
+    assert {c for c, _ in rows} == cats and {k for _, k in rows} == keys
 
 
 @pytest.mark.parametrize("mode", ["pairwise-baseline", "pairwise-all"])
@@ -257,7 +268,7 @@ def test_pairwise_prompts_both_orders_and_tables(data, fake_openai, tmp_path, ca
     out = tmp_path / "out"
     extra = ["--baseline", "gpt-3.5-turbo"] if mode == "pairwise-baseline" else []
     assert run(data, judge_config(tmp_path, fake_openai), out, mode, *extra) == 0
-    assert max(map(len, capsys.readouterr().out.splitlines())) <= 80
+    assert narrow(capsys.readouterr().out, tmp_path)
     pairs = [("vicuna-13b-v1.3", "gpt-3.5-turbo")]
     want = expected_messages(data, "pairwise", pairs)
     got = received(fake_openai, data)
@@ -303,7 +314,7 @@ def test_all_pairs_of_three_models(data, fake_openai, tmp_path, capsys) -> None:
     answers = [ANSWERS / "gpt-3.5-turbo.jsonl", third, ANSWERS / "vicuna-13b-v1.3.jsonl"]
     out = tmp_path / "out"
     assert run(data, judge_config(tmp_path, fake_openai), out, "pairwise-all", answers=answers) == 0
-    assert max(map(len, capsys.readouterr().out.splitlines())) <= 80
+    assert narrow(capsys.readouterr().out, tmp_path)
     path = out / "model_judgment" / "gpt-4_pair.jsonl"
     rows = jsonl(path)
     assert Counter((r["model_1"], r["model_2"]) for r in rows) == {
@@ -314,6 +325,8 @@ def test_all_pairs_of_three_models(data, fake_openai, tmp_path, capsys) -> None:
     got = {d["model"]: (d["win"], d["loss"], d["tie"]) for d in summary["fastchat"]["pairwise"]}
     assert got == {m: v[:3] for m, v in expected.items()} and len(got) == 3
     assert len(summary["stats"]["pairs"]) == 3
+    ranking = json.loads((out / "battles" / "ranking.json").read_text())  # the project's ranking of the three
+    assert len(list((out / "battles").glob("*__vs__*.json"))) == 3 and "model-c" in json.dumps(ranking)
 
 
 def test_show_result_tie_rules_hand_computed() -> None:
@@ -430,6 +443,13 @@ def test_rerun_sends_nothing_and_pairs_match_in_either_order(data, fake_openai, 
     reverse = [ANSWERS / "gpt-3.5-turbo.jsonl", ANSWERS / "vicuna-13b-v1.3.jsonl"]
     assert run(data, cfg, out, "pairwise-all", answers=reverse) == 0  # the same pairs, the other way round
     assert fake_openai.chat_calls == paid
+    # the rows read back the other way round are turned to the battle's own sides
+    one = json.loads((out / "battles" / "vicuna-13b-v1.3__vs__gpt-3.5-turbo.json").read_text())
+    other = json.loads((out / "battles" / "gpt-3.5-turbo__vs__vicuna-13b-v1.3.json").read_text())
+    assert (other["fastchat"]["win"], other["fastchat"]["loss"]) == (one["fastchat"]["loss"], one["fastchat"]["win"])
+    assert one["fastchat"]["win"] != one["fastchat"]["loss"]
+    flip = {"A": "B", "B": "A", "tie": "tie", "invalid": "invalid"}
+    assert [flip[it["verdict"]] for it in one["items"]] == [it["verdict"] for it in other["items"]]
 
 
 def test_judge_failures_exit_3_and_are_not_written(data, fake_openai, tmp_path) -> None:

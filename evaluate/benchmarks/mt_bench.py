@@ -180,9 +180,10 @@ def judge_matches(backend: Backend, matches: Sequence[Match]) -> list[Judgment]:
 
 @dataclass
 class RunResult:
-    records: list[Judgment]
+    records: list[Judgment]  # one per match, in the matches' order (a pair read back may be the other way round)
     summary: dict[str, Any]
     judgment_path: Path
+    matches: list[Match] = field(default_factory=list)
 
     @property
     def failed(self) -> int:
@@ -247,4 +248,4 @@ def run_mt_bench(inputs: Inputs, mode: str, backend: Backend, out_dir: Path, *, 
         summary["stats"] = pair_stats([r for r in records if isinstance(r, PairJudgment)], models, baseline)
     summary["invalid"] = [_invalid_entry(r) for r in records if not r.valid]
     atomic_write_json(Path(out_dir) / "mt_bench_summary.json", summary)
-    return RunResult(records, summary, path)
+    return RunResult(records, summary, path, matches)

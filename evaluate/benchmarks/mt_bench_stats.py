@@ -1,11 +1,13 @@
-"""The project's statistics over one MT-bench run, on top of show_result.py's plain means and rates.
+"""The project's intervals over one MT-bench run, beside show_result.py's plain means and rates.
 
 Single-answer grading: per model, the mean score of each turn (one score per question: a
 bootstrap over questions), and per category and overall the mean over questions of each question's
-mean valid turn score (the two turns of a question move together, so the question is the unit
-resampled). With no invalid judgment the overall mean equals show_result.py's pooled average.
-Paired comparisons of every two models on the questions both have a valid score for, per turn and
-overall, Holm-adjusted over all of them.
+mean turn score, a question counted only when every judged turn of it is valid (the two turns of a
+question move together, so the question is the unit resampled; a question with one readable turn
+would bring a turn-1-only mean into a two-turn average). These are the means of `MT-bench/score@turn1`,
+`@turn2` and `MT-bench/score` in the save path's results (evaluate.pipeline.mt_bench_outputs). With
+no invalid judgment the overall mean equals show_result.py's pooled average. Paired comparisons of
+the models are the save path's own (comparisons/, per category and per turn), not computed here.
 
 Pairwise: per model, win / loss / tie and the adjusted win rate (win + 0.5 tie) / n with a Wilson
 interval (ties count half, which makes it slightly conservative), overall, per turn and per
@@ -20,7 +22,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable, Sequence
 
-from ..stats import bootstrap_mean_ci, holm, paired_compare, verdict, wilson_interval
+from ..stats import bootstrap_mean_ci, wilson_interval
 from .mt_bench_judge import PairJudgment, SingleJudgment
 
 LEVEL = 0.95
@@ -32,11 +34,11 @@ def _mean_ci(values: Sequence[float]) -> dict[str, Any]:
 
 
 def _question_means(records: Iterable[SingleJudgment]) -> dict[Any, float]:
-    per_q: dict[Any, list[float]] = {}
+    """Each question's mean over its judged turns; a question with an invalid or failed turn is left out."""
+    per_q: dict[Any, list[float | None]] = {}
     for r in records:
-        if r.valid:
-            per_q.setdefault(r.question_id, []).append(float(r.score))  # type: ignore[arg-type]
-    return {q: sum(v) / len(v) for q, v in per_q.items()}
+        per_q.setdefault(r.question_id, []).append(float(r.score) if r.valid else None)  # type: ignore[arg-type]
+    return {q: sum(v) / len(v) for q, v in per_q.items() if None not in v}  # type: ignore[arg-type]
 
 
 def single_stats(records: Sequence[SingleJudgment], models: Sequence[str]) -> dict[str, Any]:
@@ -51,27 +53,7 @@ def single_stats(records: Sequence[SingleJudgment], models: Sequence[str]) -> di
         entry["categories"] = {cat: _mean_ci(list(_question_means(r for r in mine if r.category == cat).values()))
                                for cat in dict.fromkeys(r.category for r in mine)}
         per_model[model] = entry
-    return {"level": LEVEL, "unit": "question", "models": per_model, "paired": _paired(records, models)}
-
-
-def _paired(records: Sequence[SingleJudgment], models: Sequence[str]) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for a, b in itertools.combinations(models, 2):
-        for part in ("turn_1", "turn_2", "overall"):
-            def scores(model: str) -> dict[Any, float]:
-                mine = [r for r in records if r.model == model]
-                if part == "overall":
-                    return _question_means(mine)
-                return {r.question_id: float(r.score) for r in mine  # type: ignore[arg-type]
-                        if r.valid and r.turn == int(part[-1])}
-            sa, sb = scores(a), scores(b)
-            common = [q for q in sa if q in sb]
-            res = paired_compare([sa[q] for q in common], [sb[q] for q in common], level=LEVEL)
-            rows.append({"model_a": a, "model_b": b, "part": part, **res.to_dict()})
-    for row, p_adj in zip(rows, holm([r["p"] for r in rows])):
-        row["p_holm"] = p_adj
-        row["verdict"] = verdict(p_adj, row["diff"])
-    return rows
+    return {"level": LEVEL, "unit": "question", "models": per_model}
 
 
 def _rate(win: int, loss: int, tie: int) -> dict[str, Any]:

@@ -58,14 +58,6 @@ def single_text(summary: dict[str, Any]) -> str:
         for cat in cats:
             cells = [_ci(stats["models"][m]["categories"].get(cat, {"mean": None})) for m in chunk]
             lines.append(f"{_name(cat, 13):<14}" + "".join(f"{c:>22}" for c in cells))
-    if stats["paired"]:
-        lines += ["", "Paired (A - B, same questions), Holm-adjusted over all rows:"]
-        for p in stats["paired"]:
-            ci = "-" if p["ci"] is None else f"[{p['ci'][0]:+.2f}, {p['ci'][1]:+.2f}]"
-            head = f"{_name(p['model_a'], 16)} - {_name(p['model_b'], 16)} {p['part']:<8}"
-            diff = "-" if p["diff"] is None else f"{p['diff']:+.2f}"
-            lines.append(f"{head}{diff:>6} {ci:<15} p={_num(p['p_holm'], 3)} n={p['n']}")
-            lines.append(f"{'':<8}{p['verdict']}")
     return "\n".join(lines)
 
 

@@ -73,9 +73,12 @@ def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
                     f"(95% CI {_ci(a['ci95'])}) vs {_f(sec['baselines']['longer']['accuracy'])} for the longer answer")
         else:
             b, r = sec["pooled"]["battle"], sec["pooled"]["rating"]
-            head = (f"without labels ({sec['pairs']} sanity pairs): battle prefers the intact text "
-                    f"{_pct(b['preference'])} (95% CI {_ci(b['ci95'])}), rating {_pct(r['preference'])} "
-                    f"(mean drop {_f(r['mean_drop'])})")
+            said = {"battle": f"battle prefers the intact text {_pct(b['preference'])} (95% CI {_ci(b['ci95'])})",
+                    "rating": (f"rating {_pct(r['preference'])}" if "battle" in sec.get("parts", ("battle",)) else
+                               f"rating prefers the intact text {_pct(r['preference'])} (95% CI {_ci(r['ci95'])})")
+                              + f" (mean drop {_f(r['mean_drop'])})"}
+            head = (f"without labels ({sec['pairs']} sanity pairs): "
+                    + ", ".join(said[p] for p in sec.get("parts", ("battle", "rating"))))
         parts.append(head + (": passes" if sec.get("trustworthy") else ": " + "; ".join(sec["reasons"])))
     if not parts:
         return False, "not checked"
