@@ -223,7 +223,7 @@ def test_flags_are_lists_for_every_model_and_judge_panel_shows_its_backend_optio
     from evaluate.report.page import browser_data, judge_options_shown
 
     data = load_save_path(save)
-    first = data.results[0]["items"][0]
+    first = next(it for it in data.results[0]["items"] if it.get("scores"))
     first["flags"] = ["empty_output"]  # one model flags an item, the others do not
     items = browser_data(data)["items"]
     flagged = next(it for it in items if it["id"] == str(first["id"]))
@@ -233,3 +233,22 @@ def test_flags_are_lists_for_every_model_and_judge_panel_shows_its_backend_optio
     assert http == {"backend": "openai", "model": "m", "base_url": "http://x/v1", "batch": False}
     local = judge_options_shown({"backend": "local", "model": "m", "base_url": None, "dtype": "auto", "timeout": 9})
     assert local == {"backend": "local", "model": "m", "dtype": "auto"}
+
+
+def test_the_item_browser_leaves_out_records_nothing_evaluated(save):
+    """Records of a category the config skips (no score, no invalid score, no battle) are not items to browse:
+    they are counted instead, and their category is not offered in the filter."""
+    from evaluate.report.data import load_save_path
+    from evaluate.report.page import browser_data
+
+    data = load_save_path(save)
+    every = {str(it["id"]) for r in data.results for it in r["items"]}
+    evaluated = {str(it["id"]) for r in data.results for it in r["items"] if it.get("scores") or it.get("invalid")}
+    evaluated |= {str(it["id"]) for bt in data.battles for it in bt.get("items", [])}
+    unscored = every - evaluated
+    skipped_cats = {it["category"] for r in data.results for it in r["items"] if str(it["id"]) in unscored}
+    got = browser_data(data)
+    shown = {it["id"] for it in got["items"]}
+    assert unscored, "the fixture has a category without any score"
+    assert shown == every - unscored and got["unscored"] == len(unscored)
+    assert not {got["cats"][c] for c in got["scored_cats"]} & skipped_cats

@@ -516,10 +516,14 @@ def browser_data(data: SaveData) -> dict[str, Any]:
             b_items[str(it.get("id"))] = row
         battles.append({"a": pos[s["model_a"]], "b": pos[s["model_b"]], "items": b_items})
     ranges = [[lo.get(k), hi.get(k)] for k in key_list]
-    # categories offered in the filter: those with a scored or invalid item (a skipped category has none)
-    scored = sorted({e["c"] for e in items.values() if any(e["s"]) or any(e.get("v") or [])})
+    # an item with no score, no invalid score and no battle verdict was not evaluated (its category was
+    # skipped, or its families not run): the browser leaves it out, and its category out of the filter
+    battled = {iid for bt in battles for iid in bt["items"]}
+    shown = [e for e in items.values() if any(e["s"]) or any(e.get("v") or []) or e["id"] in battled]
+    scored = sorted({e["c"] for e in shown})
     return {"models": models, "cats": cats, "scored_cats": scored, "keys": key_list, "ranges": ranges,
-            "shapes": [list(sh) for sh in shapes], "items": list(items.values()), "battles": battles}
+            "shapes": [list(sh) for sh in shapes], "items": shown, "battles": battles,
+            "unscored": len(items) - len(shown)}
 
 
 def _conversation(entry: dict[str, Any], mi: int, n: int, turns: list[Any]) -> None:

@@ -44,7 +44,8 @@
     document.querySelectorAll('a[href="#browser"]').forEach(function (a) { a.addEventListener("click", openItems); });
     if (location.hash === "#browser") openItems();
     $("items").querySelector("summary").textContent = "Browse the " + D.items.length + " items side by side " +
-      "(filters, every score, the judge's raw replies)";
+      "(filters, every score, the judge's raw replies)" +
+      (D.unscored ? "; " + D.unscored + " records not evaluated (skipped categories) are left out" : "");
     ["f-cat", "f-m1", "f-m2", "f-key", "f-invalid", "f-sort"].forEach(function (id) {
       $(id).addEventListener("change", function () { state.page = 0; update(); });
     });
