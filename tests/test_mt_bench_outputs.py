@@ -362,3 +362,14 @@ def test_bad_config_exits_2_naming_the_key(data, fake_openai, tmp_path, capsys, 
     assert re.search(expected, err), err
     assert str(cfg) in err or "--data" in err
     assert fake_openai.chat_calls == 0 and not (tmp_path / "out_cfg").exists()
+
+
+def test_a_run_given_an_mt_bench_config_says_which_command_reads_it(tmp_path, capsys):
+    from evaluate.cli import main as cli
+
+    cfg = tmp_path / "mt.yaml"
+    cfg.write_text("mt_bench: {data: x, answers: [y], mode: single}\njudge: {backend: openai, model: gpt-4, "
+                   "base_url: 'http://127.0.0.1:9/v1'}\nsave_path: out\n", encoding="utf-8")
+    assert cli(["--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert str(cfg) in err and '"mt_bench" is a benchmark block' in err and "eval.py mt-bench --config FILE" in err

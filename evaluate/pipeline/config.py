@@ -163,9 +163,16 @@ class _Checker:
 
     def unknown_keys(self, mapping: dict, known: tuple[str, ...], where: str) -> None:
         for key in mapping:
-            if key not in known:
+            if key in BENCHMARK_BLOCKS and key not in known:
+                self.problems.append(f'{where}: "{key}" is a benchmark block, not part of an evaluation run: '
+                                     f"run this file with `python {BENCHMARK_BLOCKS[key]}`")
+            elif key not in known:
                 self.problems.append(f'{where}: unknown key "{key}"{suggest(str(key), list(known))}'
                                      f" (known: {', '.join(known)})")
+
+
+# blocks of a benchmark's config file: a run that meets one says which command reads it
+BENCHMARK_BLOCKS = {"mt_bench": "eval.py mt-bench --config FILE"}
 
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
