@@ -449,3 +449,23 @@ def test_each_local_judgment_is_cached_as_it_is_made(fresh, tmp_path, monkeypatc
     assert sum(c.cached for c in out) == 3 and again.misses == len(requests) - 3
     err = capsys.readouterr().err
     assert "judge SmolLM2-135M-Instruct: 1/" in err and "(ok 1, failed 0, cached 0)" in err
+
+
+def test_a_killed_conversions_temp_files_are_swept_when_old(tmp_path):
+    """A conversion killed half-way leaves .tmp-* files; the next load removes those older than the
+    limit and keeps a fresh one (another process may be writing it)."""
+    import os
+    import time
+
+    from evaluate.models.checksums import _sweep_stale
+
+    old, fresh, folder = tmp_path / ".tmp-a.gguf", tmp_path / ".tmp-b.gguf", tmp_path / ".tmp-c.gguf"
+    old.write_bytes(b"x")
+    fresh.write_bytes(b"y")
+    folder.mkdir()
+    (folder / "part").write_bytes(b"z")
+    past = time.time() - 7 * 3600
+    for p in (old, folder):
+        os.utime(p, (past, past))
+    _sweep_stale(tmp_path, ".tmp-*.gguf")
+    assert not old.exists() and not folder.exists() and fresh.exists()

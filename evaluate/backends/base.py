@@ -131,3 +131,18 @@ class Backend(ABC):
 
     def close(self) -> None:
         pass
+
+
+CHARS_PER_TOKEN = 4  # a dry run's estimate of prompt tokens; errs high for English prose
+
+
+def estimate_tokens(requests: Sequence[JudgeRequest]) -> tuple[int, int]:
+    """Prompt tokens (characters / CHARS_PER_TOKEN) and the most completion tokens (max_tokens) of
+    `requests`: what a dry run can say before anything is sent."""
+    prompt = sum(len(c) for r in requests for _, c in r.messages) // CHARS_PER_TOKEN
+    return prompt, sum(r.max_tokens for r in requests)
+
+
+def cost_usd(prompt_tokens: float, completion_tokens: float, price: dict[str, float]) -> float:
+    """Dollars for these tokens at `price` ($ per million prompt and completion tokens, judge.price)."""
+    return prompt_tokens * price["prompt"] / 1e6 + completion_tokens * price["completion"] / 1e6

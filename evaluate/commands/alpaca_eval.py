@@ -24,12 +24,11 @@ from typing import Any, Sequence
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import check_output_dir, safe_name
-from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, guarded, load_judge
+from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, load_judge, parse_and_run
 
 EXIT_JUDGE = EXIT_RUN_ERRORS
 # The dry run's token estimate. It errs high on purpose: GPT-4's tokenizer averaged 4.7 characters a
 # token over AlpacaEval's own judge prompts (alpaca-7b and vicuna-13b, from their published prices).
-CHARS_PER_TOKEN = 4
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,11 +52,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return guarded(lambda _: _run(args), argv)
+    return parse_and_run(_parser(), argv, _run)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -191,9 +186,5 @@ def _dry_run(planned: dict[str, Sequence[Any]], evaluator: Any, opts: JudgeOptio
     reqs = [r for rs in calls.values() for r in rs]
     print(f"{'total':<28}{sum(len(ps) for ps in planned.values()):>7}{'':>10}{len(reqs):>12}")
     if opts.price:
-        prompt_tokens = sum(len(c) for r in reqs for _, c in r.messages) / CHARS_PER_TOKEN
-        completion_tokens = sum(r.max_tokens for r in reqs)
-        cost = prompt_tokens * opts.price["prompt"] / 1e6 + completion_tokens * opts.price["completion"] / 1e6
-        print(f"cost: about ${cost:.2f} ({prompt_tokens:,.0f} prompt tokens estimated at {CHARS_PER_TOKEN} "
-              f"characters a token, {completion_tokens} completion tokens; calls already in the cache cost nothing)")
+        print(cost_line(reqs, opts.price))
     return EXIT_OK

@@ -23,9 +23,8 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, safe_name
-from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, guarded, load_judge
+from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, load_judge, parse_and_run
 
-CHARS_PER_TOKEN = 4  # dry-run estimate; errs high for English prose
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,11 +44,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    return guarded(lambda _: _run(args), argv)
+    return parse_and_run(_parser(), argv, _run)
 
 
 def _prompt_path(args: argparse.Namespace) -> Path:
@@ -93,11 +88,7 @@ def _run(args: argparse.Namespace) -> int:
             print(f"  {name}: {len(gs)} judge calls")
         print(f"total: {len(reqs)} judge calls")
         if opts.price:
-            pt = sum(len(c) for r in reqs for _, c in r.messages) / CHARS_PER_TOKEN
-            ct = sum(r.max_tokens for r in reqs)
-            cost = pt * opts.price["prompt"] / 1e6 + ct * opts.price["completion"] / 1e6
-            print(f"cost: at most about ${cost:.2f} ({pt:,.0f} prompt tokens at {CHARS_PER_TOKEN} characters a "
-                  f"token, {ct} completion tokens at max_tokens; calls already in the cache cost nothing)")
+            print(cost_line(reqs, opts.price))
         return EXIT_OK
     from ..backends.pool import open_backend
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
+from ..backends.base import CHARS_PER_TOKEN, JudgeRequest, cost_usd, estimate_tokens
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import read_structured
@@ -69,6 +70,25 @@ def guarded(main: Callable[[list[str]], int], argv: list[str]) -> int:
         where = " -> ".join(str(f) for f in (exc.filename, exc.filename2) if f) or "a file"
         print(f"error: {where}: {exc.strerror or exc}", file=sys.stderr)
         return EXIT_INPUT
+
+
+def parse_and_run(parser: argparse.ArgumentParser, argv: list[str],
+                  run: Callable[[argparse.Namespace], int]) -> int:
+    """A command's `main` when it may be called directly (tests, scripts): argparse's exit (2 for bad
+    flags, 0 for --help) as a return value, then `run(args)` under `guarded`."""
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return guarded(lambda _: run(args), argv)
+
+
+def cost_line(requests: Sequence[JudgeRequest], price: dict[str, float]) -> str:
+    """A benchmark dry run's cost line: the most `requests` can cost at `price`."""
+    prompt, completion = estimate_tokens(requests)
+    return (f"cost: at most about ${cost_usd(prompt, completion, price):.2f} ({prompt:,} prompt tokens at "
+            f"{CHARS_PER_TOKEN} characters a token, {completion:,} completion tokens at max_tokens; calls already "
+            "in the cache cost nothing)")
 
 
 def load_judge(path: Path) -> JudgeOptions:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..core.errors import InputError
+from ..benchmarks.tables import wrap
 from ..core.io import atomic_write_text
 from .common import EXIT_OK, Parser, guarded
 
@@ -98,19 +99,8 @@ def alpaca_eval_table(board) -> str:
                      "LC may move by a few points as models are added.")
     out = "\n".join(lines) + "\n"
     for note in notes:
-        out += _wrap(note)
+        out += wrap(note)
     return out
-
-
-def _wrap(text: str, width: int = WIDTH) -> str:
-    words, line, out = text.split(), "", ""
-    for w in words:
-        if line and len(line) + 1 + len(w) > width:
-            out += line + "\n"
-            line = w
-        else:
-            line = f"{line} {w}" if line else w
-    return out + (line + "\n" if line else "")
 
 
 def _alpaca_eval(args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 
 from ..core.errors import InputError
@@ -80,8 +81,6 @@ def folder_sha256(folder: Path) -> str:
 
 def _sweep_stale(parent: Path, pattern: str, max_age_s: float = 6 * 3600) -> None:
     """Remove temp files/folders that a killed run left behind (old enough not to be in use)."""
-
-
     for p in parent.glob(pattern) if parent.is_dir() else ():
         try:
             if time.time() - p.stat().st_mtime > max_age_s:

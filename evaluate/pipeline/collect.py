@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
+from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn, cost_usd, estimate_tokens
 from ..backends.batch import batch_line, parse_result_line, request_body
 from ..backends.cache import CachedBackend
 from ..backends.pool import JudgePool
@@ -247,13 +247,12 @@ def estimate(cfg: RunConfig, families: list[str]) -> dict[str, Any] | None:
     got = collect(cfg, families)
     if not got.seen:
         return None
-    prompt = sum(sum(len(c) for _, c in r.messages) for r in got.missing.values()) // 4
-    completion = sum(r.max_tokens for r in got.missing.values())
+    prompt, completion = estimate_tokens(list(got.missing.values()))
     out: dict[str, Any] = {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing) - got.deferred,
                            "prompt_tokens": prompt, "completion_tokens_max": completion, "cost_usd_max": None,
                            "batch_cost_usd_max": None}
     if cfg.judge.price:
-        cost = prompt * cfg.judge.price["prompt"] / 1e6 + completion * cfg.judge.price["completion"] / 1e6
+        cost = cost_usd(prompt, completion, cfg.judge.price)
         out["cost_usd_max"] = round(cost, 4)
         out["batch_cost_usd_max"] = round(cost / 2, 4)
     return out
