@@ -280,7 +280,7 @@ def test_dry_run_counts_calls_and_cost_contacting_nothing(data, fake_openai, tmp
     assert fake_openai.chat_calls == 0 and not (tmp_path / "out").exists()
     total = next(line for line in text.splitlines() if line.startswith("total")).split()
     assert total[1:] == ["21", "14"]
-    assert "cost: about $" in text
+    assert "cost: at most about $" in text
 
 
 def bad_record(tmp_path: Path, index: int, edit) -> Path:
