@@ -465,3 +465,14 @@ def test_judge_failures_exit_3_and_are_not_written(data, fake_openai, tmp_path) 
     assert not (out2 / "model_judgment" / "gpt-4_single.jsonl").exists()
     summary = json.loads((out2 / "mt_bench_summary.json").read_text())
     assert summary["counts"]["failed"] == summary["counts"]["matches"]
+
+
+def test_no_bootstrap_interval_below_ten_questions():
+    """As everywhere in the project: a mean of fewer than 10 questions gets no 95% interval, and the table
+    says how many questions the mean is of instead."""
+    from evaluate.benchmarks.mt_bench_stats import _mean_ci
+    from evaluate.benchmarks.mt_bench_text import _ci
+
+    few, many = _mean_ci([5.0, 7.0, 9.0]), _mean_ci([float(x % 10 + 1) for x in range(12)])
+    assert few["ci"] is None and _ci(few) == "7.00 (n=3)"
+    assert many["ci"] is not None and many["ci"][0] < many["mean"] < many["ci"][1]

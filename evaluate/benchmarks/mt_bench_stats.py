@@ -23,13 +23,14 @@ import itertools
 from typing import Any, Iterable, Sequence
 
 from ..stats import bootstrap_mean_ci, wilson_interval
+from ..stats.intervals import MIN_INTERVAL_N
 from .mt_bench_judge import PairJudgment, SingleJudgment
 
 LEVEL = 0.95
 
 
 def _mean_ci(values: Sequence[float]) -> dict[str, Any]:
-    ci = bootstrap_mean_ci(values, level=LEVEL) if values else None
+    ci = bootstrap_mean_ci(values, level=LEVEL, min_n=MIN_INTERVAL_N) if values else None  # none below 10
     return {"mean": sum(values) / len(values) if values else None, "ci": list(ci) if ci else None, "n": len(values)}
 
 

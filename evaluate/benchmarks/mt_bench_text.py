@@ -25,6 +25,8 @@ def _ci(cell: dict[str, Any], digits: int = 2) -> str:
     if cell.get("mean", cell.get("win_rate_adjusted")) is None:
         return "-"
     mean = cell.get("mean", cell.get("win_rate_adjusted"))
+    if not cell.get("ci"):  # below 10 questions a bootstrap interval would claim more than it knows
+        return f"{mean:.{digits}f} (n={cell.get('n', '?')})"
     lo, hi = cell["ci"]
     return f"{mean:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
@@ -43,7 +45,7 @@ def single_text(summary: dict[str, Any]) -> str:
                      f"{_num(row['score']):>9}{row['n']:>7}")
     stats = summary["stats"]
     level = int(stats["level"] * 100)
-    lines += ["", f"This run: mean [{level}% bootstrap interval over questions]:",
+    lines += ["", f"This run: mean [{level}% bootstrap interval over questions], (n=N) below 10:",
               f"{'model':<23}{'turn 1':>19}{'turn 2':>19}{'overall':>19}"]
     for m, e in stats["models"].items():
         lines.append(f"{_name(m, 22):<23}{_ci(e['turn_1']):>19}{_ci(e['turn_2']):>19}{_ci(e['overall']):>19}")
