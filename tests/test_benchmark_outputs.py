@@ -276,3 +276,45 @@ def test_both_reports_in_headless_chromium(ae_data, ah_data, fake_openai, tmp_pa
             assert "not checked" in driver.find_element("id", "judge").text
     finally:
         driver.quit()
+
+
+# ------------------------------------------------------------------------------------------ leaderboard
+def judgments(path: Path, model: str, baseline: str | None, n: int = 12) -> None:
+    labels = ["A>B", "B>A", "A=B", "B>>A", "A>>B", "B>A"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for i in range(n):
+            rec = {"uid": f"q{i}", "category": "c", "judge": "j", "model": model,
+                   "games": [{"score": labels[i % 6]}, {"score": labels[(i + 1) % 6]}]}
+            if baseline is not None:
+                rec["baseline"] = baseline
+            f.write(json.dumps(rec) + "\n")
+
+
+def test_leaderboard_arena_hard_baseline_is_explicit_and_the_check_is_quoted(tmp_path, capsys) -> None:
+    from evaluate.commands.leaderboard import main as leaderboard
+
+    bench = tmp_path / "bench"
+    judgments(bench / "model_judgment" / "j" / "m.jsonl", "m", "base-1")
+    assert leaderboard(["--arena-hard", str(bench)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "baseline base-1 (50 by definition)" in out and "judge check" not in out
+    # a second baseline: the files no longer say which one, and a name they do not hold is refused
+    judgments(bench / "model_judgment" / "j" / "m2.jsonl", "m2", "base-2")
+    for extra, want in (([], "several baselines (base-1, base-2); name one with --baseline"),
+                        (["--baseline", "nope"], "no judgment against baseline 'nope' (their baseline field "
+                                                 "names base-1, base-2)")):
+        assert leaderboard(["--arena-hard", str(bench), *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and want in err and str(bench / "model_judgment" / "j") in err
+        assert "Traceback" not in err
+    assert leaderboard(["--arena-hard", str(bench), "--baseline", "base-2"]) == 0
+    out = capsys.readouterr().out
+    assert {ln.split()[0] for ln in out.splitlines()[2:] if ln.startswith(("m", "base"))} == {"m2", "base-2"}
+    assert "baseline base-2 (50 by definition)" in " ".join(out.split())
+    # a judge check of that judge, stored in the folder (the save path of eval.py arena-hard), is quoted
+    store_check(bench, "k", "j", True, "trustworthy: with labels (hhh.jsonl, 40 pairs): agreement 0.81", "2026-11-25")
+    assert leaderboard(["--arena-hard", str(bench), "--judge", "j", "--baseline", "base-1"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "judge check (k.json, the project's battle and rating prompts with this judge, not this benchmark's " \
+           "prompt): trustworthy: with labels (hhh.jsonl, 40 pairs): agreement 0.81" in out
