@@ -83,4 +83,6 @@ def write_run(save: SaveDir, *, benchmark: str, family: str, run_id: str, starte
     save.include_earlier()
     save.stamp(f"{family}/", "judge_check", {k: check.get(k) for k in ("trustworthy", "verdict", "scope")})
     write_outputs(save, manifest, run_id=run_id, charts=charts)
+    for e in manifest["errors"][len(errors):]:  # a view that could not be written (the report, a chart)
+        print(f"warning: {e.get('error')}", file=sys.stderr)
     return manifest
