@@ -91,6 +91,31 @@ def _judge_dir(bench_dir: Path, judge: str | None) -> Path:
     return found[0]
 
 
+def _baseline(jdir: Path, records: Sequence[dict[str, Any]], baseline: str | None) -> str:
+    """The baseline named, which the judgments must have been made against; else the one their
+    `baseline` field names."""
+    if not records:
+        raise InputError(f"{jdir}: no judgment records")
+    found = sorted({str(r.get("baseline")) for r in records if r.get("baseline") is not None})
+    if baseline is not None:
+        if baseline not in found:
+            raise InputError(f"{jdir}: no judgment against baseline {baseline!r} (their baseline field names "
+                             f"{', '.join(found) or 'none'})")
+        return baseline
+    if len(found) != 1:
+        raise InputError(f"{jdir}: judgments against " + (f"several baselines ({', '.join(found)}); name one with "
+                                                          "--baseline" if found else "no named baseline (no "
+                                                          "'baseline' field); name it with --baseline"))
+    return found[0]
+
+
+def baseline_of(bench_dir: Path, judge: str | None, baseline: str | None = None) -> str:
+    """The baseline leaderboard_table scores against: `baseline` when the judgments hold games against
+    it, else the one baseline their `baseline` field names; InputError otherwise."""
+    jdir = _judge_dir(Path(bench_dir), judge)
+    return _baseline(jdir, [r for p in sorted(jdir.glob("*.jsonl")) for r in read_judgments(p)], baseline)
+
+
 COLUMNS = ["model", "score", "lower", "upper", "sc_score", "sc_lower", "sc_upper", "avg_tokens",
            "n_questions", "n_invalid"]
 
@@ -104,12 +129,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
     bench_dir = Path(bench_dir)
     jdir = _judge_dir(bench_dir, judge)
     records = [r for p in sorted(jdir.glob("*.jsonl")) for r in read_judgments(p)]
-    if not records:
-        raise InputError(f"{jdir}: no judgment records")
-    baselines = {r.get("baseline") for r in records}
-    base = baseline or (baselines.pop() if len(baselines) == 1 else None)
-    if base is None:
-        raise InputError(f"{jdir}: judgments against several baselines ({sorted(map(str, baselines))}); name one")
+    base = _baseline(jdir, records, baseline)
     answers = read_answer_dir(bench_dir / "model_answer") if (bench_dir / "model_answer").is_dir() else {}
     battles: dict[str, list[float]] = {}
     invalid: dict[str, int] = {}

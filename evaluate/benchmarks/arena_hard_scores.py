@@ -21,8 +21,12 @@ numbers; unseeded runs of show_result.py differ from each other by a few tenths 
 """
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -46,34 +50,75 @@ def markdown_counts(answer: str) -> dict[str, Any]:
 
 
 def token_len(answer: str) -> int:
-    """Tokens by tiktoken's gpt-4o encoding when tiktoken is installed; otherwise words and punctuation
-    marks (`\\w+|[^\\w\\s]`), which runs some 10-30% off BPE counts. Length enters the style fit as a
-    relative difference between two answers, so a tokenizer's constant factor cancels."""
+    """Tokens by tiktoken's o200k_base (gpt-4o's encoding), as add_markdown_info.py counts them, when an
+    o200k_base encoder is available without a download (`_encoder`); otherwise words and punctuation marks
+    (`\\w+|[^\\w\\s]`), which runs some 10-30% off BPE counts. Length enters the style fit as a relative
+    difference between two answers, so a tokenizer's constant factor cancels; its unevenness does not
+    (0.7 pp on Arena-Hard's style-controlled scores, BENCHMARKS.md)."""
     enc = _encoder()
     if enc is not None:
         return len(enc.encode(answer, disallowed_special=()))
     return len(_TOKEN.findall(answer))
 
 
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 _ENC: list[Any] = []
+
+
+def _tiktoken_cache_file() -> Path | None:
+    """Where tiktoken keeps o200k_base once downloaded (tiktoken.load.read_file_cached's rule: the sha1
+    of the URL in TIKTOKEN_CACHE_DIR, else DATA_GYM_CACHE_DIR, else <tmp>/data-gym-cache); None when
+    caching is switched off (an empty directory name), where tiktoken would download on every load."""
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if var in os.environ:
+            folder = os.environ[var]
+            break
+    else:
+        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if folder == "":
+        return None
+    return Path(folder) / hashlib.sha1(O200K_URL.encode()).hexdigest()
+
+
+def _load_encoder() -> Any:
+    """An o200k_base encoder that needs no network: bpe-openai's (the `arena` extra; it ships the
+    vocabulary, the same file tiktoken downloads, and gives tiktoken's counts), else tiktoken's when its
+    cache already holds the vocabulary (tiktoken downloads it on first use otherwise, which an offline
+    run must not attempt), else None (words are counted)."""
+    try:
+        import bpe_openai  # type: ignore
+
+        return bpe_openai.get_encoding("o200k_base")
+    except Exception:
+        pass
+    try:
+        import tiktoken  # type: ignore
+    except Exception:
+        return None
+    cached = _tiktoken_cache_file()
+    if cached is None or not cached.is_file():
+        return None
+    try:
+        return tiktoken.get_encoding("o200k_base")
+    except Exception:
+        return None
 
 
 def _encoder() -> Any:
     if not _ENC:
-        try:
-            import tiktoken  # type: ignore
-            _ENC.append(tiktoken.encoding_for_model("gpt-4o"))
-        except Exception:
-            _ENC.append(None)
+        _ENC.append(_load_encoder())
     return _ENC[0]
 
 
 def token_counter() -> str:
     """How token_len counts here, said in the leaderboard's footer."""
-    if _encoder() is not None:
-        return "o200k_base tokens (tiktoken), as add_markdown_info.py counts them"
-    return ("words and punctuation marks (tiktoken is not installed; on Arena-Hard's answers this count is "
-            "0.81-1.11 times show_result.py's o200k_base count for 90% of them)")
+    enc = _encoder()
+    if enc is not None:
+        package = type(enc).__module__.split(".")[0].replace("_", "-")
+        return f"o200k_base tokens ({package}), as add_markdown_info.py counts them"
+    return ("words and punctuation marks (no o200k_base encoder: `pip install bpe-openai==0.1.4`, the `arena` "
+            "extra, gives add_markdown_info.py's counts; on Arena-Hard's answers this count is 0.81-1.11 times "
+            "the o200k_base count for 90% of them)")
 
 
 def style_metadata(answer: str) -> dict[str, Any]:

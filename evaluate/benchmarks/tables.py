@@ -11,6 +11,8 @@ import math
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..core.io import safe_name
+
 WIDTH = 80
 
 
@@ -74,23 +76,48 @@ def _same_judge(stored: dict[str, Any], judge: dict[str, Any]) -> bool:
     return all(stored.get(k) == judge.get(k) for k in ("backend", "model", "weights_sha256"))
 
 
-def judge_check_line(save_path: Path, judge: dict[str, Any]) -> str:
-    """The stored judge check of this judge (same backend, model and weights) under save_path, said as
-    what it is: a check of the judge with the project's battle and rating prompts, not with this
-    benchmark's prompt."""
+JUDGE_CHECK_SCOPE = "the project's battle and rating prompts with this judge, not this benchmark's prompt"
+
+
+def _named(stored: dict[str, Any], judge: dict[str, Any]) -> bool:
+    """The judge of a judgment folder, known by its name only (Arena-Hard's model_judgment/<judge>/)."""
+    name = str(judge.get("model"))
+    return stored.get("model") is not None and name in (str(stored["model"]), safe_name(str(stored["model"])))
+
+
+def stored_judge_check(save_path: Path, judge: dict[str, Any], *,
+                       by_name: bool = False) -> tuple[dict[str, Any], Path] | None:
+    """The newest judge check under save_path/judge_checks/ of this judge (same backend, model and
+    weights; `by_name`: a judge known by its model name only) and its file, or None."""
+    match = _named if by_name else _same_judge
     found = []
     for p in sorted((Path(save_path) / "judge_checks").glob("*.json")):
         try:
             rec = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             continue
+        if not isinstance(rec, dict):
+            continue
         sigs = [s.get("judge", {}) for s in (rec.get("judge") or {}).values() if isinstance(s, dict)]
-        if any(_same_judge(s, judge) for s in sigs):
+        if any(match(s, judge) for s in sigs):
             found.append((rec.get("created") or "", rec, p))
     if not found:
-        return wrap(f"judge check: not checked for judge {judge.get('model')} (none stored in "
-                    f"{Path(save_path) / 'judge_checks'}; `eval.py judge-check --config CFG` with this judge "
-                    "and this save_path stores one)")
+        return None
     _, rec, p = max(found, key=lambda t: t[0])
-    return wrap(f"judge check ({p.name}, the project's battle and rating prompts with this judge, not this "
-                f"benchmark's prompt): {rec.get('verdict_text')}")
+    return rec, p
+
+
+def judge_check_line(save_path: Path, judge: dict[str, Any], *, by_name: bool = False) -> str:
+    """The stored judge check of this judge under save_path, said as what it is: a check of the judge
+    with the project's battle and rating prompts, not with this benchmark's prompt."""
+    found = stored_judge_check(save_path, judge, by_name=by_name)
+    if found is None:
+        return wrap(not_checked_text(save_path, judge))
+    rec, p = found
+    return wrap(f"judge check ({p.name}, {JUDGE_CHECK_SCOPE}): {rec.get('verdict_text')}")
+
+
+def not_checked_text(save_path: Path, judge: dict[str, Any]) -> str:
+    return (f"judge check: not checked for judge {judge.get('model')} (none stored in "
+            f"{Path(save_path) / 'judge_checks'}; `eval.py judge-check --config CFG` with this judge "
+            "and this save_path stores one)")

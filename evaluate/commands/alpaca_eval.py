@@ -83,12 +83,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _dry_run(planned, evaluator, opts, reference.generator)
 
-    from ..backends.pool import open_backend
+    from ..backends.pool import MeteredBackend, open_backend
+    from ..pipeline import benchmark_outputs as bo
 
     cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
              Path(opts.cache) if isinstance(opts.cache, str) else None)
     args.save_path.mkdir(parents=True, exist_ok=True)
-    backend = open_backend(opts, cache)
+    run_id, started = bo.new_run_id(), _now()
+    inner = open_backend(opts, cache)
+    backend = MeteredBackend(inner, opts.price)  # what this run asked of the judge, for the manifest
     try:
         if logprobs and not backend.supports_logprobs:
             logprobs = False
@@ -97,25 +100,32 @@ def _run(args: argparse.Namespace) -> int:
         records = ae.annotate(evaluator, flat, backend)
         signature = backend.signature()
     finally:
-        backend.close()
+        inner.close()
 
     info = {"baseline": reference.generator, "seed": args.seed, "limit": args.limit, "judge": signature,
             "order": f"AlpacaEval's: swapped when random.Random('is_switched_outputs' + instruction + '{args.seed}')"
                      ".random() >= 0.5",
             "reference_outputs": str(reference.path)}
     results: dict[str, Any] = {}
+    annotations: dict[str, list[dict[str, Any]]] = {}
     start = 0
     for m in models:
         recs = records[start:start + len(planned[m.generator])]
         start += len(planned[m.generator])
+        annotations[m.generator] = recs
         methods = sorted({r["preference_method"] for r in recs if r.get("preference_method")})
         path = ae.write_annotations(args.save_path, m.generator, evaluator, recs,
                                     {**info, "model_outputs": str(m.path), "preference_methods": methods})
         results[m.generator] = (ae.win_rate(recs), path, "token" in methods)
-    _print(results, evaluator, signature, reference.generator, args.seed)
+    lc, lc_note = _length_controlled([path for _, path, _ in results.values()])
+    _print(results, lc, lc_note, evaluator, signature, reference.generator, args.seed)
     from ..benchmarks.tables import judge_check_line
 
     print(judge_check_line(args.save_path, signature), end="")
+    report = _write_outputs(args, opts, evaluator, reference, models, pairs, annotations, results, lc, lc_note,
+                            signature, backend.usage(), run_id, started)
+    if report is not None:
+        print(f"  report: {report}")
     if any(fallback for _, _, fallback in results.values()):
         print("note: the judge gave no log-probabilities: preferences were read from the generated token "
               "(m -> 1, M -> 2, as a binarized AlpacaEval config reads them), so the win rate is a discrete one",
@@ -137,11 +147,44 @@ def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def _print(results: dict[str, Any], evaluator: Any, judge: dict[str, Any], baseline: str, seed: int) -> None:
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_outputs(args: argparse.Namespace, opts: JudgeOptions, evaluator: Any, reference: Any, models: Sequence[Any],
+                   pairs: dict[str, Any], annotations: dict[str, Any], results: dict[str, Any],
+                   lc: dict[str, dict[str, Any]], lc_note: str, signature: dict[str, Any], usage: dict[str, Any],
+                   run_id: str, started: str) -> Path | None:
+    """The project's own outputs of the run (results, battles, summary.csv, report.html, manifest) in the
+    save path, beside AlpacaEval's files; returns the report's path when it was written."""
+    from ..pipeline import alpaca_eval_outputs as out
+    from ..pipeline import benchmark_outputs as bo
+    from ..pipeline.savedir import SaveDir
+
+    save = SaveDir(args.save_path, log=lambda s: print(s, file=sys.stderr))
+    entries = out.add_run(save, evaluator=evaluator, reference=reference, models=models, pairs=pairs,
+                          annotations=annotations, win_rates={k: w for k, (w, _, _) in results.items()}, lc=lc,
+                          lc_note=lc_note, judge=signature, seed=args.seed)
+    failed = sum(w.n_failed for w, _, _ in results.values())
+    errors = [{"family": out.FAMILY, "error": f"the judge failed on {failed} pair(s); run again to judge them"}] \
+        if failed else []
+    manifest_extra = {"alpaca_eval": {"annotator": evaluator.name, "baseline": reference.generator,
+                                      "seed": args.seed, "limit": args.limit,
+                                      "annotations": {k: str(p) for k, (_, p, _) in results.items()}}}
+    manifest = bo.write_run(save, benchmark="alpaca_eval", family=out.FAMILY, run_id=run_id, started=started,
+                            judge_opts=opts, judge=signature, usage=usage, models=entries, errors=errors,
+                            extra=manifest_extra)
+    report = (manifest.get("outputs_files") or {}).get("report")
+    return Path(report) if report else None
+
+
+def _print(results: dict[str, Any], lc: dict[str, dict[str, Any]], lc_note: str, evaluator: Any,
+           judge: dict[str, Any], baseline: str, seed: int) -> None:
     """One table: each model's raw win rate beside its length-controlled one, then where the files are."""
     from ..benchmarks.tables import alpaca_eval_table, wrap
 
-    lc, lc_note = _length_controlled([path for _, path, _ in results.values()])
     rows = []
     for name, (w, _, _) in results.items():
         row = {"model": name, "win_rate": w.win_rate, "standard_error": w.standard_error,

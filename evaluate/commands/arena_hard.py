@@ -20,6 +20,7 @@ import io
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, safe_name
@@ -90,12 +91,15 @@ def _run(args: argparse.Namespace) -> int:
         if opts.price:
             print(cost_line(reqs, opts.price))
         return EXIT_OK
-    from ..backends.pool import open_backend
+    from ..backends.pool import MeteredBackend, open_backend
+    from ..pipeline import benchmark_outputs as bo
 
     args.save_path.mkdir(parents=True, exist_ok=True)
     cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
              Path(opts.cache) if isinstance(opts.cache, str) else None)
-    backend = open_backend(opts, cache)
+    run_id, started = bo.new_run_id(), _now()
+    inner = open_backend(opts, cache)
+    backend = MeteredBackend(inner, opts.price)  # what this run asked of the judge, for the manifest
     signature = backend.signature()
     failed = 0
     try:
@@ -104,7 +108,7 @@ def _run(args: argparse.Namespace) -> int:
             failed += sum(1 for r in recs for g in r["games"] if g is None)
             ah.write_judgments(out_dir / f"{m.model}.jsonl", recs)
     finally:
-        backend.close()
+        inner.close()
     # the leaderboard reads the answers beside the judgments, as show_result.py does
     ans_dir = args.save_path / "model_answer"
     ans_dir.mkdir(exist_ok=True)
@@ -118,15 +122,56 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_RUN_ERRORS
     from ..benchmarks.tables import arena_hard_table, judge_check_line
 
-    print(arena_hard_table(rows, opts.model, baseline.model, ah.lengths_note(args.save_path)), end="")
+    lengths = ah.lengths_note(args.save_path)
+    print(arena_hard_table(rows, opts.model, baseline.model, lengths), end="")
     print(judge_check_line(args.save_path, signature), end="")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols)
     w.writeheader()
     w.writerows(rows)
     atomic_write_text(args.save_path / "leaderboard.csv", buf.getvalue())
-    print(f"written: {out_dir}, {args.save_path / 'leaderboard.csv'}")
+    report = _write_outputs(args, opts, prompt, baseline.model, judge_name, out_dir, rows, lengths, signature,
+                            backend.usage(), failed, run_id, started)
+    print(f"written: {out_dir}, {args.save_path / 'leaderboard.csv'}" + (f", {report}" if report else ""))
     if failed:
         print(f"exit 3: the judge failed on {failed} game(s) (left null); run again to judge them", file=sys.stderr)
         return EXIT_RUN_ERRORS
     return EXIT_OK
+
+
+def _now() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _write_outputs(args: argparse.Namespace, opts: Any, prompt: Any, baseline: str, judge_name: str, out_dir: Path,
+                   rows: list[dict[str, Any]], lengths: str, signature: dict[str, Any], usage: dict[str, Any],
+                   failed: int, run_id: str, started: str) -> Path | None:
+    """The project's own outputs of the leaderboard just printed (battles, results, summary.csv,
+    report.html, manifest) in the save path, beside Arena-Hard's files; returns the report's path when
+    it was written."""
+    from ..benchmarks import arena_hard as ah
+    from ..pipeline import arena_hard_outputs as out
+    from ..pipeline import benchmark_outputs as bo
+    from ..pipeline.savedir import SaveDir
+
+    judgments: dict[str, list[dict[str, Any]]] = {}
+    for p in sorted(out_dir.glob("*.jsonl")):
+        for r in ah.read_judgments(p):
+            if r.get("baseline", baseline) == baseline:
+                judgments.setdefault(str(r["model"]).split("/")[-1], []).append(r)
+    questions = {q["uid"]: q for q in ah.read_questions(args.bench / "question.jsonl")}
+    save = SaveDir(args.save_path, log=lambda s: print(s, file=sys.stderr))
+    entries = out.add_run(save, judgments=judgments, table=rows, baseline=baseline,
+                          answers=ah.read_answer_dir(args.save_path / "model_answer"), questions=questions,
+                          weights=ah.SHOW_RESULT_WEIGHTS, judge=signature, judge_name=judge_name, prompt=prompt,
+                          lengths=lengths, seed=args.seed)
+    errors = [{"family": out.FAMILY, "error": f"the judge failed on {failed} game(s) (left null); run again to "
+                                              "judge them"}] if failed else []
+    extra = {"arena_hard": {"bench": str(args.bench), "judge_prompt": str(prompt.path), "baseline": baseline,
+                            "judgments": str(out_dir), "seed": args.seed, "limit": args.limit, "leaderboard": rows}}
+    manifest = bo.write_run(save, benchmark="arena_hard", family=out.FAMILY, run_id=run_id, started=started,
+                            judge_opts=opts, judge=signature, usage=usage, models=entries, errors=errors, extra=extra)
+    report = (manifest.get("outputs_files") or {}).get("report")
+    return Path(report) if report else None

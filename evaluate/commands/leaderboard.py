@@ -10,7 +10,10 @@ lc_standard_error, then how the LC column was made (lc_method, lc_alignment, lc_
 lc_reference_set: a hash of the reference models' names). Rows sorted by LC win rate.
 
 Arena-Hard: the rows of evaluate.benchmarks.arena_hard.leaderboard_table, written as they come; the
-bootstrap draws are those of show_result.py after np.random.seed(S) (default 0).
+bootstrap draws are those of show_result.py after np.random.seed(S) (default 0). The baseline is
+--baseline (the judgments must hold games against it), else the one their `baseline` field names.
+When BENCH_DIR is the save path of `eval.py arena-hard` and holds a judge check of that judge
+(judge_checks/, matched by the judge's name), its verdict is quoted.
 
 Exit codes: 0 done; 2 bad input (one `error:` line).
 """
@@ -43,7 +46,8 @@ def _parser() -> argparse.ArgumentParser:
                           "together they are the reference set of the length-controlled win rate")
     src.add_argument("--arena-hard", type=Path, metavar="BENCH_DIR", help="an Arena-Hard benchmark folder")
     p.add_argument("--judge", help="Arena-Hard: the judge whose judgments to read")
-    p.add_argument("--baseline", help="Arena-Hard: the baseline model")
+    p.add_argument("--baseline", help="Arena-Hard: the baseline model (default: the one the judgments' baseline "
+                                      "field names)")
     p.add_argument("--lc-align", choices=("position", "instruction"), default="position",
                    help="AlpacaEval: which instruction difficulty a row gets in the LC fit: by row position "
                         "as AlpacaEval does (default; reproduces its published numbers) or by instruction text")
@@ -123,15 +127,15 @@ def _alpaca_eval(args: argparse.Namespace) -> int:
 def _arena_hard(args: argparse.Namespace) -> int:
     if args.lc_align != "position":
         raise InputError("--lc-align applies to --alpaca-eval")
-    from ..benchmarks.arena_hard import leaderboard_table
+    from ..benchmarks.arena_hard import _judge_dir, baseline_of, leaderboard_table, lengths_note
+    from ..benchmarks.tables import arena_hard_table, judge_check_line, stored_judge_check
 
-    from ..benchmarks.arena_hard import _judge_dir, lengths_note
-    from ..benchmarks.tables import arena_hard_table
-
-    columns, rows = leaderboard_table(args.arena_hard, args.judge, baseline=args.baseline, seed=args.seed)
-    base = next((r["model"] for r in rows if r["n_questions"] == 0 and r["score"] == 50.0), args.baseline or "?")
-    print(arena_hard_table(rows, _judge_dir(args.arena_hard, args.judge).name, base, lengths_note(args.arena_hard)),
-          end="")
+    judge = _judge_dir(args.arena_hard, args.judge).name
+    base = baseline_of(args.arena_hard, args.judge, args.baseline)
+    columns, rows = leaderboard_table(args.arena_hard, args.judge, baseline=base, seed=args.seed)
+    print(arena_hard_table(rows, judge, base, lengths_note(args.arena_hard)), end="")
+    if stored_judge_check(args.arena_hard, {"model": judge}, by_name=True):  # a save path of eval.py arena-hard
+        print(judge_check_line(args.arena_hard, {"model": judge}, by_name=True), end="")
     if args.out:
         atomic_write_text(args.out, _csv(columns, [[r.get(c) for c in columns] for r in rows]))
         print(f"wrote {args.out}")

@@ -72,7 +72,7 @@ def save_data(save: SaveDir, results: list[dict[str, Any]], comparisons: list[di
     data = SaveData(path=save.path, results=results, battles=list(save.battles.values()), ranking=save.ranking,
                     comparisons=comparisons, manifest=json.loads(json.dumps(manifest, default=str)),
                     problems=problems)
-    jc = read_optional(save.path / "judge_check.json", problems)
+    jc = read_optional(save.path / "judge_check.json", problems) if (save.path / "judge_check.json").is_file() else None
     data.judge_check = jc if isinstance(jc, dict) else None
     for f in sorted((save.path / "sageval").glob("*.json")):
         sg = read_optional(f, problems)

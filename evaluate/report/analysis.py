@@ -102,10 +102,24 @@ def verdict_detail(verdict_text: str) -> str:
     return verdict_text
 
 
+def judge_check_shown(data: SaveData) -> dict[str, Any] | None:
+    """The judge check the report and the warnings speak of. A benchmark run's manifest names the stored
+    check of its own judge (`judge_check` with a `scope`: it checked the judge with the project's prompts,
+    not the benchmark's): that one, or None when that judge was never checked, whatever other judge
+    judge_check.json describes. Otherwise judge_check.json."""
+    run = (data.manifest or {}).get("judge_check")
+    if isinstance(run, dict) and run.get("scope"):
+        if not run.get("checked"):
+            return None
+        return {"trustworthy": run.get("trustworthy"), "verdict_text": run.get("verdict"), "scope": run["scope"],
+                "file": run.get("file"), "created": run.get("created")}
+    return data.judge_check
+
+
 def judge_warnings(data: SaveData) -> list[str]:
     """Plain reasons not to trust the judge; empty when nothing is known to be wrong."""
     out: list[str] = []
-    jc = data.judge_check
+    jc = judge_check_shown(data)
     if jc is not None and jc.get("trustworthy") is False:
         out.append("judge check failed: " + (verdict_detail(str(jc.get("verdict_text") or ""))
                                              or "the judge is not trustworthy"))

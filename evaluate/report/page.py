@@ -26,6 +26,7 @@ from .analysis import (
     confirmatory,
     interval,
     interval_label,
+    judge_check_shown,
     judge_warnings,
     num,
     pct,
@@ -214,7 +215,30 @@ def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
     view["controlled"] = ctrl
     view["by_category"] = {c: side(v) for c, v in (bt.get("by_category") or {}).items()}
     view["stored_as"] = f"{s.get('model_a')} vs {s.get('model_b')}"
+    view["benchmark"] = benchmark_view(bt.get("benchmark"))
     return view
+
+
+def benchmark_view(block: Any) -> dict[str, Any] | None:
+    """A battle file's `benchmark` block (the benchmark's own numbers: evaluate.pipeline.benchmark_outputs)
+    with each value and interval written as the benchmark's table writes them; None when absent or malformed."""
+    if not isinstance(block, dict) or not isinstance(block.get("rows"), list):
+        return None
+    rows = []
+    for r in block["rows"]:
+        if not isinstance(r, dict):
+            continue
+        digits = r.get("digits") if isinstance(r.get("digits"), int) and 0 <= r["digits"] <= 6 else 2
+        iv = r.get("interval")
+        ok_iv = isinstance(iv, (list, tuple)) and len(iv) == 2 and all(finite(v) for v in iv)
+        level = r.get("level")
+        rows.append({"label": str(r.get("label", "")),
+                     "value": f"{r['value']:.{digits}f}" if finite(r.get("value")) else "–",
+                     "interval": f"[{iv[0]:.{digits}f}, {iv[1]:.{digits}f}]" if ok_iv else "",
+                     "level": f"{100 * level:.0f}%" if ok_iv and finite(level) else "",
+                     "note": str(r.get("note") or "")})
+    return {"name": str(block.get("name") or "benchmark"), "model": str(block.get("model") or ""),
+            "baseline": str(block.get("baseline") or ""), "note": str(block.get("note") or ""), "rows": rows}
 
 
 def judge_panel(data: SaveData) -> dict[str, Any]:
@@ -238,8 +262,12 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
                        "inconsistency": s.get("inconsistency_rate"), "invalid": s.get("invalid"),
                        "one_order_invalid": s.get("one_order_invalid"), "ties": s.get("ties"),
                        "controlled": bt.get("controlled") or s.get("controlled")})
+    check = judge_check_shown(data)
+    run_check = (data.manifest or {}).get("judge_check")
+    unchecked = (str(run_check.get("verdict") or "") if isinstance(run_check, dict) and run_check.get("scope")
+                 else None)
     return {"used": used, "config": judge_options_shown(cfg_judge) if used else None, "signatures": sigs,
-            "check": data.judge_check, "check_detail": _check_detail(data.judge_check),
+            "check": check, "check_detail": _check_detail(check), "unchecked": unchecked,
             "biases": biases, "invalid": invalid_reasons(data)}
 
 

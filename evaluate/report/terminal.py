@@ -175,7 +175,28 @@ def _battle_lines(data: SaveData, a: str, b: str, width: int) -> list[str]:
     text = (f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}, length-controlled {num(lc, 2)} {iv(lc_ci)}"
             if finite(lc) else f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}")
     text += f"; {s.get('invalid', 0)} of {s.get('items', '?')} invalid"
-    return _wrap(text + " (ties half, 95%)", width, "    ")
+    return _wrap(text + " (ties half, 95%)", width, "    ") + _benchmark_lines(bt.get("benchmark"), width)
+
+
+def _benchmark_lines(block: Any, width: int) -> list[str]:
+    """A battle's `benchmark` block (the benchmark's own numbers, always the block's model's), as its
+    table writes them."""
+    if not isinstance(block, dict) or not isinstance(block.get("rows"), list):
+        return []
+    parts = []
+    for r in block["rows"]:
+        if not isinstance(r, dict) or not finite(r.get("value")):
+            continue
+        d = r.get("digits") if isinstance(r.get("digits"), int) and 0 <= r["digits"] <= 6 else 2
+        iv = r.get("interval")
+        lv = f"{100 * r['level']:.0f}% " if finite(r.get("level")) else ""
+        ivt = f" ({lv}[{iv[0]:.{d}f}, {iv[1]:.{d}f}])" if isinstance(iv, list) and len(iv) == 2 and all(
+            finite(v) for v in iv) else ""
+        parts.append(f"{r.get('label')} {r['value']:.{d}f}{ivt}")
+    if not parts:
+        return []
+    return _wrap(f"  {block.get('name', 'benchmark')}, {_fit(str(block.get('model', '')), 20)}: " + "; ".join(parts),
+                 width, "    ")
 
 
 def _ranking_lines(ranking: dict[str, Any] | None, width: int) -> list[str]:
