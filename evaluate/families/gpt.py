@@ -250,8 +250,8 @@ def battle_ranking(results, outputs: dict[str, dict[str, str]], *, resamples: in
     battles, groups = [], []
     for res in results:
         for it in res.items:
-            if it.verdict in OUTCOME:
-                battles.append((res.model_a, res.model_b, OUTCOME[it.verdict],
+            if it.verdict in OUTCOME or it.p_a is not None:  # a soft verdict is the outcome when there is one
+                battles.append((res.model_a, res.model_b, OUTCOME[it.verdict] if it.p_a is None else it.p_a,
                                 style_features(outputs[res.model_a].get(it.id, "")),
                                 style_features(outputs[res.model_b].get(it.id, ""))))
                 groups.append(f"{it.category}\x00{it.id}")

@@ -64,6 +64,7 @@ from typing import Any, Mapping, Sequence
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
 from ..core.errors import InputError
 from ..core.records import Record
+from ..stats.intervals import MIN_INTERVAL_N, bootstrap_mean_ci
 from ..stats.intervals import wilson_interval as stats_wilson
 from .dispatch import complete_all
 from .parsing import parse_pair, weighted_pair
@@ -123,6 +124,7 @@ class BattleItem:
     category: str = ""
     turn: int | None = None
     turns: list["BattleItem"] = field(default_factory=list)
+    p_a: float | None = None  # a soft verdict: the probability that A wins (imported, or from log-probs)
 
     @property
     def weighted_margin(self) -> float | None:
@@ -155,6 +157,8 @@ class BattleItem:
             out = {"turn": self.turn, **out}
         if self.turns:
             out["turns"] = [t.to_dict() for t in self.turns]
+        if self.p_a is not None:
+            out["p_a"] = round(self.p_a, 6)
         return out
 
     @classmethod
@@ -163,7 +167,22 @@ class BattleItem:
         return cls(id=str(it["id"]), verdict=it["verdict"], orders=[OrderJudgment.from_dict(o) for o in it["orders"]],
                    inconsistent=it.get("inconsistent", False), flipped=it.get("flipped", False),
                    category=it.get("category", ""), turn=it.get("turn"),
-                   turns=[cls.from_dict(t) for t in it.get("turns") or []])
+                   turns=[cls.from_dict(t) for t in it.get("turns") or []],
+                   p_a=float(it["p_a"]) if isinstance(it.get("p_a"), (int, float)) else None)
+
+
+SOFT_NOTE = ("the mean over items of the probability that A wins (a soft verdict: imported with the judgments, "
+             "or read from the judge's log-probabilities), beside the discrete win rate (ties half); 95% bootstrap "
+             f"interval over items, none below {MIN_INTERVAL_N}")
+
+
+def soft_summary(p_a: Sequence[float], discrete_win_rate: float | None) -> dict[str, Any] | None:
+    """The soft win rate of the items that carry P(A wins), or None when none does."""
+    if not p_a:
+        return None
+    ci = bootstrap_mean_ci(p_a, bounds=(0.0, 1.0), min_n=MIN_INTERVAL_N)
+    return {"items": len(p_a), "win_rate": sum(p_a) / len(p_a), "win_rate_ci95": list(ci) if ci else None,
+            "discrete_win_rate": discrete_win_rate, "note": SOFT_NOTE}
 
 
 @dataclass
@@ -224,6 +243,7 @@ class BattleResult:
                         "win_rate": (w_wins + w_ties / 2) / len(wv), "win_rate_ci95": [w_lo, w_hi],
                         "note": "verdict from the mean over both orders of the probability-weighted score "
                                 "difference (A - B); items without log-probs in every order are left out"}
+        soft = soft_summary([it.p_a for it in self.items if it.p_a is not None], self.win_rate)
         return {
             "model_a": self.model_a, "model_b": self.model_b, "items": len(self.items),
             "wins": self.wins, "ties": self.ties, "losses": self.losses, "invalid": self.invalid,
@@ -236,6 +256,7 @@ class BattleResult:
             "one_order_invalid": one_bad,
             "first_position_win_rate": first_wins / len(decisive) if decisive else math.nan,
             "weighted": weighted,
+            **({"soft": soft} if soft else {}),
             **self._by_turn(),
         }
 

@@ -83,7 +83,7 @@ def battle_item(i: int, rec: Mapping[str, Any]) -> BattleItem:
     weighted = (p - 1, 2 - p) if method == "logprobs" else None
     reason = "identical outputs: a draw without a judge call" if method == "identical outputs" else ""
     o = OrderJudgment(order=order, verdict=verdict, raw=_reply(rec), weighted=weighted, reason=reason)
-    return BattleItem(id=str(i), verdict=verdict, orders=[o], category=category)
+    return BattleItem(id=str(i), verdict=verdict, orders=[o], category=category, p_a=p - 1)
 
 
 def benchmark_block(model: str, baseline: str, wr: Any, lc: Mapping[str, Any] | None, lc_note: str) -> dict[str, Any]:

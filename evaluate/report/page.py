@@ -204,6 +204,10 @@ def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
 
     view = side(s) or {}
     view["weighted"] = side(s.get("weighted"))
+    soft = side(s.get("soft"))
+    if soft and swapped and finite(soft.get("discrete_win_rate")):
+        soft["discrete_win_rate"] = 1 - soft["discrete_win_rate"]
+    view["soft"] = soft
     ctrl = bt.get("controlled") or s.get("controlled")
     if ctrl:
         ctrl = dict(ctrl)

@@ -127,14 +127,17 @@ def length_controlled_win_rate(outcomes: Sequence[float], len_a: Sequence[float]
                                resamples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
     """Win rate of A at equal answer lengths (see the module docstring), beside the raw one.
 
-    outcomes: 1 = A wins, 0.5 = tie, 0 = B wins (invalid items left out by the caller).
+    outcomes: 1 = A wins, 0.5 = tie, 0 = B wins, or any probability in between that A wins (a soft
+    verdict, used as a soft label: the likelihood of y is y log p + (1 - y) log(1 - p)); invalid items
+    left out by the caller.
     """
     y = np.asarray(outcomes, dtype=float)
     la, lb = np.asarray(len_a, dtype=float), np.asarray(len_b, dtype=float)
     if not (y.shape == la.shape == lb.shape):
         raise ValueError("length_controlled_win_rate: outcomes, len_a and len_b must have the same length")
-    if np.any((y != 0) & (y != 0.5) & (y != 1)):
-        raise ValueError("length_controlled_win_rate: outcomes must be 1 (A wins), 0.5 (tie) or 0 (B wins)")
+    if not np.all(np.isfinite(y)) or np.any((y < 0) | (y > 1)):
+        raise ValueError("length_controlled_win_rate: outcomes must be in [0, 1]: 1 (A wins), 0.5 (tie), 0 (B "
+                         "wins), or the probability that A wins")
     n = int(y.size)
     out: dict[str, Any] = {
         "n": n, "level": level, "resamples": resamples, "seed": seed,
@@ -353,6 +356,12 @@ def _block(items: list[Mapping[str, Any]], feats: dict[str, tuple[dict, dict]], 
         "judge_bias": judge_bias(items, lengths),
         "without_outputs": sum(1 for it in items if it.get("verdict") in OUTCOME and str(it.get("id")) not in feats),
     }
+    soft = [it for it in items if isinstance(it.get("p_a"), (int, float)) and str(it.get("id")) in feats]
+    if soft:
+        sid = [str(it["id"]) for it in soft]
+        block["length_controlled_soft"] = length_controlled_win_rate(
+            [float(it["p_a"]) for it in soft], [lengths[i][0] for i in sid], [lengths[i][1] for i in sid],
+            resamples=resamples, seed=seed)
     weighted = [it for it in items if it.get("weighted_verdict") in OUTCOME and str(it.get("id")) in feats]
     if weighted:
         wid = [str(it["id"]) for it in weighted]
