@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.io import atomic_write_json, clean_json, safe_name
+from ..core.io import clean_json
 from ..core.records import TURN_MARK, Record
 from .base import Context, Family, FamilyOutput, register_family
 
