@@ -482,3 +482,21 @@ def test_two_shards_merged_keep_the_turns(tmp_path, fake_openai):
     items = {it["id"]: it for it in json.loads((merged / "results" / "model_b.json").read_text())["items"]}
     assert [t["assistant"] for t in items["4"]["turns"]] == b_replies(4)
     assert items["4"]["scores"]["GPT/fidelity@turn3"] == pytest.approx(1.6)
+
+
+def test_an_invalid_turn_is_counted_once_in_the_invalid_share():
+    """The judge-failure contract counts the judge's replies: a conversation whose turn 1 could not be read
+    has one invalid judgment and one valid one, not a second invalid for the whole score derived from them."""
+    from evaluate.core.scores import Invalid, InvalidTally, ItemScores
+    from evaluate.core.records import turn_key
+    from evaluate.judges.rating import whole_conversation
+
+    item = ItemScores()
+    item.invalid[turn_key("relevance", 1)] = Invalid(reason="no score in the reply", raw="hmm")
+    item.scores[turn_key("relevance", 2)] = 4.0
+    whole_conversation(item, "relevance", 2)
+    assert "relevance" in item.invalid  # the whole is invalid, as the results show ...
+    tally = InvalidTally()
+    tally.add("GPT", [item])
+    assert tally.counts["GPT"] == [1, 1] and tally.share("GPT") == 0.5  # ... but counted once
+    assert tally.reasons["GPT"] == {"no score in the reply": 1}

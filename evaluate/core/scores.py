@@ -34,6 +34,11 @@ class ItemScores:
         self.details.update(other.details)
 
 
+def _derived(item: ItemScores, key: str) -> bool:
+    details = item.details.get(key)
+    return isinstance(details, dict) and details.get("derived") is True
+
+
 @dataclass
 class InvalidTally:
     """Valid and invalid scores per family over one run, and the reasons seen most: the judge-failure
@@ -43,12 +48,16 @@ class InvalidTally:
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # family -> reason -> count
 
     def add(self, family: str, items: list[ItemScores]) -> None:
+        """Count each judged score once: a score derived from others of the same item (its details say
+        `"derived": true`, e.g. a conversation's whole score from its turns) is not a judgment of its own,
+        so an invalid turn is not counted twice."""
         c = self.counts.setdefault(family, [0, 0])
         r = self.reasons.setdefault(family, {})
         for item in items:
-            c[0] += len(item.scores)
-            c[1] += len(item.invalid)
-            for inv in item.invalid.values():
+            c[0] += sum(1 for k in item.scores if not _derived(item, k))
+            bad = [inv for k, inv in item.invalid.items() if not _derived(item, k)]
+            c[1] += len(bad)
+            for inv in bad:
                 reason = inv.reason[:160]
                 r[reason] = r.get(reason, 0) + 1
 

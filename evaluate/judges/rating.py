@@ -283,7 +283,7 @@ def whole_conversation(item: ItemScores, metric: str, n_turns: int) -> None:
     turn could not be judged has no whole score; the mean of the other turns would be another quantity."""
     keys = [turn_key(metric, k) for k in range(1, n_turns + 1)]
     bad = [(k, item.invalid[key]) for k, key in enumerate(keys, 1) if key in item.invalid]
-    item.details[metric] = {"turns": n_turns, "aggregation": WHOLE_RULE}
+    item.details[metric] = {"turns": n_turns, "aggregation": WHOLE_RULE, "derived": True}
     if bad:
         k, inv = bad[0]
         more = f" (and {len(bad) - 1} more turn(s))" if len(bad) > 1 else ""
