@@ -500,3 +500,19 @@ def test_an_invalid_turn_is_counted_once_in_the_invalid_share():
     tally.add("GPT", [item])
     assert tally.counts["GPT"] == [1, 1] and tally.share("GPT") == 0.5  # ... but counted once
     assert tally.reasons["GPT"] == {"no score in the reply": 1}
+
+
+def test_judge_biases_read_a_conversations_turns():
+    """Position and flip rates come from where the orders are: each turn of a conversation."""
+    from evaluate.stats.battle import judge_bias
+
+    def order(o, v):
+        return {"order": o, "verdict": v}
+
+    conv = {"id": "c1", "verdict": "A", "orders": [], "turns": [
+        {"turn": 1, "id": "c1", "verdict": "A", "orders": [order("AB", "A"), order("BA", "A")]},
+        {"turn": 2, "id": "c1", "verdict": "tie", "orders": [order("AB", "A"), order("BA", "B")]}]}
+    got = judge_bias([conv], {"c1": (120.0, 80.0)})
+    assert (got["first_position_wins"]["rate"], got["first_position_wins"]["n"]) == (0.75, 4)
+    assert (got["flip_rate"]["rate"], got["flip_rate"]["n"]) == (0.5, 2)  # turn 2 follows the order
+    assert (got["longer_wins"]["rate"], got["longer_wins"]["n"]) == (1.0, 1)  # the whole verdict, the longer side

@@ -315,12 +315,14 @@ def judge_bias(items: Sequence[Mapping[str, Any]],
     - longer_wins: share of decisive item verdicts (both orders combined) won by the longer answer
       (needs `lengths`: id -> (len_a, len_b); equal lengths are left out).
     - invalid_rate: share of items (and of single orders) without a usable verdict.
-    95% Wilson intervals.
+    95% Wilson intervals. A conversation's orders are its turns' (each turn is judged in both orders);
+    its whole verdict counts for `longer_wins` and `invalid_rate`.
     """
-    orders = [o for it in items for o in it.get("orders", [])]
+    judged = [t for it in items for t in (it.get("turns") or [it])]  # where the orders are
+    orders = [o for it in judged for o in it.get("orders", [])]
     decisive = [o for o in orders if o.get("verdict") in ("A", "B")]
     first = sum(1 for o in decisive if o["verdict"] == str(o.get("order", "AB"))[0])
-    both = [it for it in items if len(it.get("orders", [])) == 2
+    both = [it for it in judged if len(it.get("orders", [])) == 2
             and all(o.get("verdict") != "invalid" for o in it["orders"])]
     flips = sum(1 for it in both if {o["verdict"] for o in it["orders"]} == {"A", "B"})
     out = {
