@@ -38,9 +38,10 @@ from ..benchmarks.mt_bench import Inputs, Match
 from ..benchmarks.mt_bench_judge import PairMatch, SingleJudgment, SingleMatch, judge_pairs, judge_single
 from ..core.io import read_text, sha256_text
 from ..pipeline.checkstore import _ci, _f, _pct, save_check
+from ..pipeline.checkstore import _usage as usage_of
 from .corrupt import corrupt
-from .rules import CORRUPTIONS, CORRUPTION_TEXT, RULES
-from .sanity import _mean_ci, _pref_block
+from .rules import CORRUPTIONS, RULES
+from .sanity import _mean_ci, _pref_block, corruption_blocks, verdict_reasons
 
 def part_of(mode: str) -> str:
     """The part of the label-free check a mode's prompts make: ratings, or battles of two answers."""
@@ -140,11 +141,9 @@ def _outcome_rating(intact: SingleJudgment | None, bad: SingleJudgment) -> float
 
 def _usage(backend: Backend) -> dict[str, Any] | None:
     try:
-        u = backend.usage()  # type: ignore[attr-defined]
-    except Exception:  # a statistic; the check stands without it
+        return usage_of(backend)
+    except Exception:  # a statistic; the check stands without it (a backend with no usage() or an odd one)
         return None
-    return {k: u.get(k) for k in ("requests", "cache_hits", "cache_misses", "failures", "prompt_tokens",
-                                  "completion_tokens", "cost_usd")} if isinstance(u, dict) else None
 
 
 def most_calls(matches: Sequence[Match], models: Sequence[str], mode: str, n: int,
@@ -212,27 +211,9 @@ def sanity_on_run(backend: Backend, inputs: Inputs, matches: Sequence[Match], re
                                    corrupted_mean=round(sum(b for _, b in pairs) / len(pairs), 4) if pairs else None)
         return block
 
-    by_corruption = {}
-    for kind in corruptions:
-        sel = [x for x in items if x["corruption"] == kind]
-        block = summarise(sel)
-        block.update(what=CORRUPTION_TEXT[kind], not_applicable=skipped[kind], wall_s=walls[kind],
-                     by_category={c: summarise([x for x in sel if x["category"] == c]) for c in cats
-                                  if any(x["category"] == c for x in sel)})
-        by_corruption[kind] = block
+    by_corruption = corruption_blocks(items, corruptions, summarise, skipped, cats, walls)
     pooled = summarise(items)
-    reasons = []
-    blk = pooled[part]
-    if not blk["n"]:
-        reasons.append(f"{part}: no valid verdict on the sanity pairs (all {blk['invalid']} invalid; see the raw "
-                       "replies in the items)")
-    elif blk["near_chance"]:
-        reasons.append(f"{part} near chance on sanity pairs: prefers the intact answer {_pct(blk['preference'])} "
-                       f"(95% CI {_ci(blk['ci95'])}, n={blk['n']})")
-    other = by_corruption.get("other_answer", {}).get(part)
-    if other and other["n"] and other["near_chance"] and not blk["near_chance"]:
-        reasons.append(f"{part} cannot tell an answer from another question's answer: prefers it "
-                       f"{_pct(other['preference'])} (95% CI {_ci(other['ci95'])}, n={other['n']})")
+    reasons = verdict_reasons(pooled, by_corruption, (part,), "answer")
     return {"benchmark": "mt_bench", "mode": mode, "parts": [part],
             "source": "the run's own judged turns (each model's reply of that turn; earlier turns intact)",
             "categories": cats, "metrics": {c: sorted({t.match.prompt.name for t in turns

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -32,6 +32,46 @@ def _mean_ci(values: list[float]) -> tuple[float | None, list[float] | None]:
         return round(mean, 4), [round(lo, 4), round(hi, 4)]
     except Exception:  # a constant sample: the interval is the point
         return round(mean, 4), [round(mean, 4), round(mean, 4)]
+
+
+def corruption_blocks(items: list[dict[str, Any]], kinds: Sequence[str],
+                      summarise: Callable[[list[dict[str, Any]]], dict[str, Any]], skipped: dict[str, int],
+                      cats: Sequence[str], walls: dict[str, float] | None = None) -> dict[str, dict[str, Any]]:
+    """Per corruption: `summarise` of its pairs, what it is, how many records it did not apply to, and
+    the same per category (`walls`: seconds each corruption's judging took)."""
+    out = {}
+    for kind in kinds:
+        sel = [x for x in items if x["corruption"] == kind]
+        block = summarise(sel)
+        block.update(what=CORRUPTION_TEXT[kind], not_applicable=skipped.get(kind, 0))
+        if walls is not None:
+            block["wall_s"] = walls.get(kind)
+        block["by_category"] = {c: summarise([x for x in sel if x["category"] == c]) for c in cats
+                                if any(x["category"] == c for x in sel)}
+        out[kind] = block
+    return out
+
+
+def verdict_reasons(pooled: dict[str, Any], by_corruption: dict[str, dict[str, Any]], parts: Sequence[str],
+                    intact: str) -> list[str]:
+    """Why the judge fails the label-free check (RULES["sanity"]), one line per reason; [] = it passes.
+    `intact`: what the pairs keep intact ("text", "answer")."""
+    reasons = []
+    for part in parts:
+        blk = pooled[part]
+        if not blk["n"]:
+            reasons.append(f"{part}: no valid verdict on the sanity pairs (all {blk['invalid']} invalid; see the "
+                           "raw replies in the items)")
+        elif blk["near_chance"]:
+            reasons.append(f"{part} near chance on sanity pairs: prefers the intact {intact} "
+                           f"{_pct(blk['preference'])} (95% CI {_ci(blk['ci95'])}, n={blk['n']})")
+    other = by_corruption.get("other_answer") or {}
+    for part in parts:
+        blk = other.get(part)
+        if blk and blk["n"] and blk["near_chance"] and not pooled[part]["near_chance"]:
+            reasons.append(f"{part} cannot tell an answer from another question's answer: prefers it "
+                           f"{_pct(blk['preference'])} (95% CI {_ci(blk['ci95'])}, n={blk['n']})")
+    return reasons
 
 
 def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
@@ -116,31 +156,9 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
                            "intact_mean": round(float(np.mean(ri_all)), 4) if ri_all else None,
                            "corrupted_mean": round(float(np.mean(rc_all)), 4) if rc_all else None}}
 
-    by_corruption = {}
-    for kind in CORRUPTIONS:
-        sel = [x for x in items if x["corruption"] == kind]
-        block = summarise(sel)
-        block["what"] = CORRUPTION_TEXT[kind]
-        block["not_applicable"] = skipped.get(kind, 0)
-        block["by_category"] = {c: summarise([x for x in sel if x["category"] == c]) for c in cats
-                                if any(x["category"] == c for x in sel)}
-        by_corruption[kind] = block
+    by_corruption = corruption_blocks(items, CORRUPTIONS, summarise, skipped, cats)
     pooled = summarise(items)
-    reasons = []
-    for part in ("battle", "rating"):
-        blk = pooled[part]
-        if not blk["n"]:
-            reasons.append(f"{part}: no valid verdict on the sanity pairs (all {blk['invalid']} invalid; see the "
-                           "raw replies in the items)")
-        elif blk["near_chance"]:
-            reasons.append(f"{part} near chance on sanity pairs: prefers the intact text {_pct(blk['preference'])} "
-                           f"(95% CI {_ci(blk['ci95'])}, n={blk['n']})")
-    other = by_corruption["other_answer"]
-    for part in ("battle", "rating"):
-        blk = other[part]
-        if blk["n"] and blk["near_chance"] and not pooled[part]["near_chance"]:
-            reasons.append(f"{part} cannot tell an answer from another question's answer: prefers it "
-                           f"{_pct(blk['preference'])} (95% CI {_ci(blk['ci95'])}, n={blk['n']})")
+    reasons = verdict_reasons(pooled, by_corruption, ("battle", "rating"), "text")
     b_usage, r_usage = _usage(bctx.judge()), _usage(rctx.judge())
     return {"source": "references (where an item has one), else each model's answer" if use_reference else
                       "each model's answer (the judge is given the reference: gpt_with_reference)",
