@@ -175,7 +175,8 @@ def _known_check(gates):
 
 def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gates) -> tuple[int, str]:
     """One config's run: its exit code and, when not 0, the reason for the last line."""
-    from ..pipeline.run import JudgeStopped, plan_only, probe_judge, run_job
+    from ..backends.probing import probe_judge
+    from ..pipeline.run import JudgeStopped, plan_only, run_job
 
     if args.export_requests or args.import_results:
         return _requests_io(cfg, args, families), ""

@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import platform
 import sys
-import threading
 import time
 import traceback
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from .. import __version__
-from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
-from ..backends.cache import CachedBackend
-from ..backends.options import JudgeOptions
-from ..backends.pool import JudgePool, open_backend
-from ..backends.retry import JudgeUnreachable
+from ..backends.probing import ProbingPool
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
 from ..core.lock import SaveLock
@@ -120,142 +115,12 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
     return out
 
 
-# ---------------------------------------------------------------------- is the judge there?
-PROBE_TIMEOUT = 10.0  # seconds an endpoint has to answer the probe (a live server lists its models in ms)
-FATAL_PROBE = ("unreachable", "timeout")  # a probe failure that every request would repeat, for minutes
-
-
 class JudgeStopped(Exception):
     """The judge cannot be reached: the run stops (exit 3); what was computed is still written."""
 
     def __init__(self, reason: str):
         super().__init__(reason if reason.startswith("judge unreachable") else f"judge unreachable: {reason}")
         self.reason = reason
-
-
-def probe_judge(opts: JudgeOptions, api_key: str | None = None) -> tuple[list[Any], str | None]:
-    """Probe every endpoint of an openai judge (evaluate.backends.probe; free when the server lists
-    its models). Returns the per-endpoint results and why the judge cannot be used (no endpoint
-    answers), or None."""
-    from ..backends.probe import probe
-
-    results = probe(opts, api_key=api_key, timeout=PROBE_TIMEOUT)
-    if not results or any(r.ok for r in results):
-        return results, None
-    return results, "; ".join(f"{r.url}: {(r.error or r.kind).removeprefix('unreachable: ')}" for r in results)
-
-
-class _ProbeFirst(Backend):
-    """In front of an HTTP judge, under the cache: the first request that would be paid for first
-    probes the endpoints, so a judge that is not there is known within seconds (a run answered
-    from the cache needs no server and probes nothing). When no endpoint can be reached
-    (refused, DNS, TLS, no route, no answer), every request fails at once, unsent, and
-    `unreachable` says why; a probe failure that requests may still get past (a refused key, a
-    model name the listing lacks) is logged and the requests decide."""
-
-    def __init__(self, inner: Backend, opts: JudgeOptions, api_key: str | None, log: Callable[[str], None]):
-        super().__init__(inner.model)
-        self.inner = inner
-        self.kind = inner.kind
-        self._opts, self._api_key, self._log = opts, api_key, log
-        self._lock = threading.Lock()
-        self._probed = False
-        self.reason: str | None = None
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.inner.supports_logprobs
-
-    def signature(self) -> dict[str, Any]:
-        return self.inner.signature()
-
-    @property
-    def unreachable(self) -> str | None:
-        return self.reason or getattr(self.inner, "unreachable", None)
-
-    def _check(self) -> str | None:
-        with self._lock:
-            if not self._probed:
-                self._probed = True
-                results, down = probe_judge(self._opts, self._api_key)
-                for r in results:
-                    if not r.ok or r.note:
-                        self._log(f"{'warning: ' if not r.ok else ''}{r.line()}")
-                if down and all(r.kind in FATAL_PROBE for r in results):
-                    self.reason = down
-        return self.reason
-
-    def _unsent(self, n: int) -> list[Completion]:
-        return [Completion(error=str(JudgeUnreachable(self.reason or "", sent=False))) for _ in range(n)]
-
-    def complete(self, request: JudgeRequest) -> Completion:
-        if self._check():
-            raise JudgeUnreachable(self.reason or "", sent=False)
-        return self.inner.complete(request)
-
-    def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
-        if requests and self._check():
-            out = self._unsent(len(requests))
-            for c in out:
-                if progress is not None:
-                    progress(c)
-            return out
-        return self.inner.complete_many(requests, progress)
-
-    def complete_many_indexed(self, requests: Sequence[JudgeRequest], on_result=None) -> list[Completion]:
-        if requests and self._check():
-            return self._unsent(len(requests))  # the cache reports what comes back unreported
-        indexed = getattr(self.inner, "complete_many_indexed", None)
-        if callable(indexed):
-            return indexed(requests, on_result)
-        out = self.inner.complete_many(requests)
-        for i, c in enumerate(out):
-            if on_result is not None:
-                on_result(i, c)
-        return out
-
-    def usage(self) -> dict[str, Any]:
-        return self.inner.usage() if callable(getattr(self.inner, "usage", None)) else {}
-
-    def close(self) -> None:
-        self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-
-class ProbingPool(JudgePool):
-    """The run's judges, each HTTP one behind `_ProbeFirst`; `unreachable()` says why the run must stop."""
-
-    def __init__(self, api_key: str | None = None, log: Callable[[str], None] = lambda s: None):
-        super().__init__(api_key=api_key)
-        self._log = log
-
-    def backend(self, opts, cache_path):  # type: ignore[override]
-        key = self.key(opts, cache_path)
-        with self._lock:
-            if key not in self._backends:
-                b = open_backend(opts, cache_path, self._api_key)
-                if opts.backend == "openai" and not opts.batch:
-                    if isinstance(b, CachedBackend):
-                        b.inner = _ProbeFirst(b.inner, opts, self._api_key, self._log)
-                    else:
-                        b = _ProbeFirst(b, opts, self._api_key, self._log)
-                self._backends[key] = b
-            return self._backends[key]
-
-    def unreachable(self) -> str | None:
-        with self._lock:
-            backends = list(self._backends.values())
-        return next((r for r in (getattr(b, "unreachable", None) for b in backends) if r), None)
-
-    def cache_stats(self) -> list[Any]:
-        """Size and this run's hits of every judge cache the run opened."""
-        with self._lock:
-            backends = list(self._backends.values())
-        return [b.stats() for b in backends if isinstance(b, CachedBackend)]
 
 
 @dataclass
