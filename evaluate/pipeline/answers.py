@@ -365,7 +365,26 @@ def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None) 
             problems.extend(_conversation_mismatches(s.path, s.records, sets[0].path, sets[0].by_id()))
     if problems:
         raise ConfigError(problems)
+    check_encodable(sets)
     return sets
+
+
+def check_encodable(sets: list[AnswerSet]) -> None:
+    """Refuse text that cannot be written as UTF-8 (a lone surrogate such as a JSON "\\ud800"): it
+    would be read and scored, then fail every file written from it (results, report), after the
+    judge was paid. (A conversation's turns are checked as they are parsed.)"""
+    problems = []
+    for s in sets:
+        for r in s.records:
+            for fld, text in (("instruction", r.instruction), ("input", r.input), ("output", r.output),
+                              *((f"target[{i}]", t) for i, t in enumerate(r.targets))):
+                bad = _encodable(text)
+                if bad:
+                    problems.append(f"{s.path}: record {r.id}: {fld}: {bad}; fix or remove it")
+                    break
+    if problems:
+        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
+        raise InputError("; ".join(problems[:10]) + more)
 
 
 def _conversation_mismatches(path: Path, records: list[Record], other_path: Path | None,

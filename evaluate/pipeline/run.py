@@ -68,7 +68,6 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
     check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
     sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
-    check_encodable(sets)
     if cfg.limit:
         limit_records(sets, cfg.limit)
     apply_shard(sets, cfg.shard)
@@ -79,27 +78,6 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     if any(w.get("judge_calls") for w in plan.work.values()):
         judge_reachability(cfg)
     return Prepared(cfg, sets, plan, fam_objs, contexts)
-
-
-def check_encodable(sets: list[AnswerSet]) -> None:
-    """Refuse text that cannot be written as UTF-8 (a lone surrogate such as a JSON "\\ud800"): it
-    would be read and scored, then fail every file written from it (results, report), after the
-    judge was paid."""
-    problems = []
-    for s in sets:
-        for r in s.records:
-            for fld, text in (("instruction", r.instruction), ("input", r.input), ("output", r.output),
-                              *((f"target[{i}]", t) for i, t in enumerate(r.targets))):
-                try:
-                    text.encode("utf-8")
-                except UnicodeEncodeError as exc:
-                    problems.append(f"{s.path}: record {r.id}: {fld}: a lone surrogate "
-                                    f"{text[exc.start]!r} at character {exc.start} is not valid Unicode text "
-                                    "(an unpaired \\uD800-\\uDFFF escape); fix or remove it")
-                    break
-    if problems:
-        more = f" (and {len(problems) - 10} more)" if len(problems) > 10 else ""
-        raise InputError("; ".join(problems[:10]) + more)
 
 
 def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], None] | None = None) -> dict[str, Any]:
