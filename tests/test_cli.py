@@ -4,6 +4,8 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 
 from evaluate.cli import main
 
@@ -184,3 +186,36 @@ def test_several_configs_run_in_one_process_after_all_are_checked(tmp_path, caps
     # flags that belong to one run are refused with several files
     assert main(["--config", str(c1), str(c2), "--save_path", str(tmp_path / "x")]) == 2
     assert "--save_path with 2 config files" in capsys.readouterr().err
+
+
+def test_a_chart_draws_no_error_bar_where_there_is_no_interval(tmp_path, monkeypatch):
+    """Below 10 items a mean has no 95% interval (ci95 null): its bar has no error bar, and the title
+    says so, instead of a zero-width bar captioned as a 95% CI."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.axes import Axes
+
+    from evaluate.pipeline import charts
+
+    drawn = []
+    real_bar, real_title = Axes.bar, Axes.set_title
+    monkeypatch.setattr(Axes, "bar", lambda self, *a, **k: drawn.append(k.get("yerr")) or real_bar(self, *a, **k))
+    monkeypatch.setattr(Axes, "set_title", lambda self, t, **k: drawn.append(t) or real_title(self, t, **k))
+    import matplotlib.pyplot as plt
+
+    def agg(mean, n, ci):
+        return {"mean": mean, "n": n, "ci95": ci}
+
+    charts._bars(plt, tmp_path / "few.png", "Metrics", "c", {"F1": {"a": agg(0.5, 3, None), "b": agg(0.4, 3, None)}},
+                 ["a", "b"], plt.get_cmap("tab10"), (0.0, 1.0))
+    charts._bars(plt, tmp_path / "mixed.png", "Metrics", "c",
+                 {"F1": {"a": agg(0.5, 12, [0.4, 0.6]), "b": agg(0.4, 3, None)}}, ["a", "b"], plt.get_cmap("tab10"),
+                 (0.0, 1.0))
+    few_title, mixed_title = [t for t in drawn if isinstance(t, str)]
+    assert "no error bars: too few items" in few_title and "95% bootstrap CI" not in few_title
+    assert "error bars: 95% bootstrap CI of the mean; none below 10 items" in mixed_title
+    errs = [e for e in drawn if not isinstance(e, str)]
+    assert all(v != v for e in errs[:2] for side in e for v in side)  # NaN: nothing drawn
+    assert errs[2] == [[pytest.approx(0.1)], [pytest.approx(0.1)]]
+    assert (tmp_path / "few.png").is_file() and (tmp_path / "mixed.png").is_file()

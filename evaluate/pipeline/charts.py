@@ -83,7 +83,7 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
     width = 0.8 / n_models
     fig_w = max(5.0, 0.9 * len(names) * max(1, n_models / 2) + 2)
     fig, ax = plt.subplots(figsize=(min(fig_w, 18), 4.2))
-    ns = set()
+    ns, with_ci, without_ci = set(), 0, 0
     for m_i, model in enumerate(models):
         xs, ys, errs, errs_hi = [], [], [], []
         for n_i, name in enumerate(names):
@@ -92,9 +92,15 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
                 continue
             xs.append(n_i + (m_i - (n_models - 1) / 2) * width)
             ys.append(agg["mean"])
-            ci = agg.get("ci95") or [agg["mean"], agg["mean"]]
-            errs.append(max(0.0, agg["mean"] - ci[0]))  # intervals are asymmetric near a scale's end
-            errs_hi.append(max(0.0, ci[1] - agg["mean"]))
+            ci = agg.get("ci95")
+            if ci:
+                with_ci += 1
+                errs.append(max(0.0, agg["mean"] - ci[0]))  # intervals are asymmetric near a scale's end
+                errs_hi.append(max(0.0, ci[1] - agg["mean"]))
+            else:  # too few items for an interval (ci_note): no error bar, rather than a zero-width one
+                without_ci += 1
+                errs.append(math.nan)
+                errs_hi.append(math.nan)
             ns.add(agg["n"])
         if not xs:
             continue
@@ -112,7 +118,9 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
         ax.set_ylim(scale[0], min(scale[1] * 1.1, max(0.1 * scale[1], top * 1.25)))
     n_text = f"n={min(ns)}" if len(ns) == 1 else f"n={min(ns)}-{max(ns)}" if ns else ""
     # two lines: on a one-metric chart the whole note does not fit in one line of the narrow figure
-    ax.set_title(f"{family} - {category}\n({n_text} items per model; error bars: 95% bootstrap CI of the mean)", fontsize=10)
+    bars_note = ("no error bars: too few items (< 10) for a 95% interval" if not with_ci else
+                 "error bars: 95% bootstrap CI of the mean" + ("; none below 10 items" if without_ci else ""))
+    ax.set_title(f"{family} - {category}\n({n_text} items per model; {bars_note})", fontsize=10)
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
