@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-
 from evaluate.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
