@@ -124,6 +124,7 @@ class RuleCheck(Metric):
     def signature(self) -> dict[str, Any]:
         sig: dict[str, Any] = {"metric": self.name, "language": self.language, "check": type(self).__doc__.split("\n")[0],
                                "options": self.describe_options(), "outcome": PASS_FAIL, "scale": "0-1",
+                               "library": type(self).__module__, "refs": "none (the answer alone)",
                                "aggregate": "mean of items (the pass rate); 95% Wilson interval"}
         opts = ",".join(f"{k}={v}" for k, v in sig["options"].items() if v not in (None, [], {}))
         sig["text"] = f"{self.name}|language:{self.language}|{opts}|outcome:{PASS_FAIL}"
