@@ -30,7 +30,7 @@ NORMALISATION_TEXT = {
     "nfkc": "Unicode NFKC (full-width letters and digits, ligatures, compatibility forms folded)",
     "case": "case folded (str.casefold)",
     "whitespace": "whitespace trimmed and runs collapsed to one space (cn: all whitespace removed)",
-    "punctuation": "Unicode punctuation removed (ASCII and CJK: ，。！？ included)",
+    "punctuation": "Unicode punctuation removed (ASCII and CJK: ，。！？ included; en: replaced by a space)",
     "articles": "English articles a / an / the removed as words",
 }
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b", re.IGNORECASE)
@@ -45,9 +45,9 @@ def normalize(text: str, steps: Sequence[str], language: str) -> str:
         text = unicodedata.normalize("NFKC", text)
     if "case" in steps:
         text = text.casefold()
-    if "punctuation" in steps:
-        text = "".join(" " if unicodedata.category(ch).startswith("P") and language == "en" else
-                       ("" if unicodedata.category(ch).startswith("P") else ch) for ch in text)
+    if "punctuation" in steps:  # English: a space, so "Lisbon,Porto" and "Lisbon, Porto" agree; Chinese: nothing
+        gap = " " if language == "en" else ""
+        text = "".join(gap if unicodedata.category(ch).startswith("P") else ch for ch in text)
     if "articles" in steps:
         text = _ARTICLES.sub(" ", text)
     if "whitespace" in steps:
