@@ -1,4 +1,5 @@
-"""The `Metrics` family: automatic metrics (BLEU, ROUGE, Distinct, BERTScore, P/R/F1, CHRF).
+"""The `Metrics` family: automatic metrics (BLEU, ROUGE, Distinct, BERTScore, P/R/F1, CHRF) and rule checks
+(ExactMatch, Contains, NotContains, Regex, JSON, Length: pass/fail, `metrics.rule`).
 
 Options per metric come from the config's `metric_options: {METRIC: {option: value}}`; each
 metric checks its own options when it is built, which the config does at load for every metric
