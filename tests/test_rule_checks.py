@@ -255,3 +255,12 @@ def test_details_reach_the_result_file_through_eval_py(tmp_path):
     assert items[2]["details"]["Metrics/Regex"]["reason"] == "the whole answer does not match (empty answer)"
     agg = result["aggregates"]["overall"]["Metrics/Regex"]
     assert agg["mean"] == pytest.approx(1 / 3) and agg["ci_method"] == "wilson" and agg["ci95"] is not None
+
+
+def test_a_category_the_options_do_not_cover_and_a_check_without_options_are_exit_2(tmp_path):
+    proc = _eval(_setup(tmp_path, {"Contains": {"strings": {"open_qa": ["206"]}}}, ["Contains", "Length"]))
+    assert proc.returncode == 2, proc.stderr
+    assert "category.closed_qa.Metrics[0] (Contains): metric_options.Contains.strings has no entry for category " \
+           "'closed_qa'" in proc.stderr
+    assert "category.closed_qa.Metrics[1] (Length): metric_options.Length: give `min`, `max` or both" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "out").exists()
