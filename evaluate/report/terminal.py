@@ -119,6 +119,11 @@ def _pass_rate_lines(data: SaveData, keys: list[str], width: int) -> list[str]:
     return (["pass rates, passed/n [95% Wilson interval]:"] + lines) if lines else []
 
 
+def _mcnemar_used(data: SaveData) -> bool:
+    """Whether a comparison row was decided by McNemar's exact test (a pass/fail score)."""
+    return any("McNemar" in str(r.get("test")) for c in data.comparisons for r in c.get("rows") or [])
+
+
 def _verdict_word(row: dict[str, Any], a: str, b: str) -> str:
     if str(row.get("verdict", "")).startswith("not comparable"):
         return "not comparable"
@@ -296,9 +301,7 @@ def closing_summary(source: Path | SaveData, *, width: int | None = None, color:
                               "is called when its simultaneous 95% interval excludes 0 (Bonferroni); 'too few "
                               "items': below 10 pairs no interval, an exact test decides"
                               + ("; pass/fail scores: exact McNemar test and its exact interval, at any n"
-                                 if any((c.get("method") or {}).get("binary_scores") and any(
-                                     "McNemar" in str(r.get("test")) for r in c.get("rows") or [])
-                                        for c in data.comparisons) else ""), width)
+                                 if _mcnemar_used(data) else ""), width)
     if len(data.models) > 2:
         lines += [""] + (_ranking_lines(data.ranking, width) or ["ranking: none (no battles between the models)"])
     run = _run_lines(data.manifest, width)
