@@ -56,12 +56,6 @@ def _run(args: argparse.Namespace) -> int:
     report = generate_answers(qf, opts, args.out, name=name, dry_run=args.dry_run, api_key=args.openai_key)
     for line in report.lines():
         print(line)
-    if args.dry_run and opts.price:
-        from ..backends.base import cost_usd
-
-        e = report.estimate
-        print(f"cost: at most about ${cost_usd(e.prompt_tokens, e.completion_tokens, opts.price):.2f} "
-              "(calls already in the cache cost nothing)")
     if report.code != EXIT_OK:
         print(f"exit {report.code}: {report.why()}", file=sys.stderr)
     return report.code

@@ -22,7 +22,8 @@ from ..backends.cache import cache_key, judge_blob
 from ..backends.retry import progress_bar
 from .formats import Question, QuestionFile, default_temperature
 
-TEMPLATE = "openai-chat: [system], then user and assistant turns alternating, each turn sent with the conversation so far"
+TEMPLATE = ("openai-chat: [system], then user and assistant turns alternating, each turn sent with the "
+            "conversation so far")
 
 
 def temperature_of(opts: Any, kind: str, q: Question) -> float:

@@ -5,9 +5,12 @@
 | target      | this project's / ColossalAI's records        | the same records with `output` (a conversation:  |
 |             | `{id, category, instruction, input}`         | its assistant turns) filled                      |
 | mt-bench    | FastChat's question.jsonl                    | FastChat's model_answer/<name>.jsonl             |
-|             | `{question_id, category, turns}`             | `{question_id, answer_id, model_id, choices, tstamp}` |
-| arena-hard  | Arena-Hard's question.jsonl `{uid, prompt}`  | its model_answer/<name>.jsonl `{uid, ans_id, model, messages, tstamp, metadata}` |
-| alpaca-eval | a list of `{instruction, dataset}` (any model_outputs.json) | model_outputs.json `{instruction, output, generator, dataset}` |
+|             | `{question_id, category, turns}`             | `{question_id, answer_id, model_id, choices,     |
+|             |                                              | tstamp}`                                         |
+| arena-hard  | Arena-Hard's question.jsonl `{uid, prompt}`  | its model_answer/<name>.jsonl `{uid, ans_id,     |
+|             |                                              | model, messages, tstamp, metadata}`              |
+| alpaca-eval | a list of `{instruction, dataset}` (any      | model_outputs.json `{instruction, output,         |
+|             | model_outputs.json)                          | generator, dataset}`                             |
 
 The kind is recognised from the records' keys; a file of no known kind, or a record with no text
 to send, is refused (InputError: exit 2) naming the file and the record before anything is sent.

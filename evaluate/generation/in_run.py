@@ -89,11 +89,6 @@ def generate_for_run(cfg: Any, *, dry_run: bool = False,
                                   api_key=None, log=log)
         for line in report.lines():
             print(line)
-        if dry_run and g.opts.price and report.estimate is not None:
-            from ..backends.base import cost_usd
-
-            e = report.estimate
-            print(f"  generation cost: at most about ${cost_usd(e.prompt_tokens, e.completion_tokens, g.opts.price):.2f}")
         reports.append(report)
         if report.code:
             return report.code, f"answers of {g.entry.name}: {report.why()}; nothing was scored", reports

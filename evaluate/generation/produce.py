@@ -58,6 +58,7 @@ class Report:
     unreachable: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
     signature: dict[str, Any] = field(default_factory=dict)
+    price: dict[str, float] | None = None
 
     @property
     def missing(self) -> dict[str, str]:
@@ -79,9 +80,13 @@ class Report:
     def lines(self) -> list[str]:
         if self.estimate is not None:
             e = self.estimate
-            return [f"generate {self.name} ({self.kind}, {self.questions} questions): {e.requests} requests, "
-                    f"{e.cached} answered by the cache, {e.to_send} to send (at most {e.prompt_tokens:,} prompt "
-                    f"tokens at 4 characters a token, {e.completion_tokens:,} completion tokens at max_tokens)"]
+            out = [f"generate {self.name} ({self.kind}, {self.questions} questions): {e.requests} requests, "
+                   f"{e.cached} answered by the cache, {e.to_send} to send (at most {e.prompt_tokens:,} prompt "
+                   f"tokens at 4 characters a token, {e.completion_tokens:,} completion tokens at max_tokens)"]
+            if self.price:
+                out.append(f"generate {self.name}: cost at most about "
+                           f"${cost_usd(e.prompt_tokens, e.completion_tokens, self.price):.2f}")
+            return out
         a = self.answers
         got = len(a.answers) if a else 0
         line = (f"generate {self.name} ({self.kind}): {got} of {self.questions} questions answered -> {self.out}; "
@@ -134,7 +139,7 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
 
     jopts = opts.judge_options()
     cache = cache_path(opts, out)
-    report = Report(qf.kind, name, out, len(qf.questions))
+    report = Report(qf.kind, name, out, len(qf.questions), price=opts.price)
     if dry_run:
         bare = open_backend(jopts, None, api_key)  # its signature only: nothing is loaded or sent
         try:
