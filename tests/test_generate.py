@@ -382,3 +382,37 @@ def test_dead_endpoint_exits_3_in_seconds(tmp_path, capsys) -> None:
     assert "unreachable" in err and f"127.0.0.1:{port}" in err
     side = json.loads((tmp_path / "o.json.generation.json").read_text())
     assert side["unreachable"] and len(side["missing"]) == 25 and json.loads((tmp_path / "o.json").read_text()) == []
+
+
+# ---------------------------------------------------------------- a batch engine (vLLM's run_batch)
+def test_export_import_rounds_then_written_without_a_call(fake_openai, tmp_path, capsys) -> None:
+    need(MT / "question.jsonl")
+    cfg = model_config(tmp_path, fake_openai)
+    out = tmp_path / "model_answer" / "offline.jsonl"
+    base = ["--limit", "2"]
+
+    def engine(requests: Path, results: Path) -> list[dict]:
+        """What an offline engine writes: one chat completion per exported line, its model named."""
+        lines = jsonl(requests)
+        results.write_text("".join(json.dumps({"custom_id": x["custom_id"], "response": {"status_code": 200, "body": {
+            "model": x["body"]["model"], "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                "role": "assistant", "content": f"offline reply {len(x['body']['messages'])}"}}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 3}}}}) + "\n" for x in lines))
+        return lines
+
+    for turn in (1, 2):
+        assert generate(MT / "question.jsonl", cfg, out, *base, "--export-requests", str(tmp_path / "req.jsonl")) == 0
+        sent = engine(tmp_path / "req.jsonl", tmp_path / "res.jsonl")
+        assert len(sent) == 2 and all(len(x["body"]["messages"]) == 2 * turn - 1 for x in sent)
+        if turn == 2:  # the second turn carries the imported first reply
+            assert all(x["body"]["messages"][1] == {"role": "assistant", "content": "offline reply 1"} for x in sent)
+        assert generate(MT / "question.jsonl", cfg, out, *base, "--import-responses", str(tmp_path / "res.jsonl")) == 0
+    printed = capsys.readouterr().out
+    assert "2 later turns depend on these replies" in printed and "imported 2 responses" in printed
+    assert generate(MT / "question.jsonl", cfg, out, *base) == 0
+    assert [r["choices"][0]["turns"] for r in jsonl(out)] == [["offline reply 1", "offline reply 3"]] * 2
+    assert fake_openai.requests == []  # every answer from the imported responses
+    # a result line from another engine's export is refused whole
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"custom_id": "f" * 64, "response": {"status_code": 200, "body": {}}}) + "\n")
+    assert generate(MT / "question.jsonl", cfg, tmp_path / "other.jsonl", *base, "--import-responses", str(bad)) == 2

@@ -34,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--openai_key", help="API key (prefer the variable named by model.api_key_env); never written")
     p.add_argument("--dry-run", action="store_true", help="count the requests (after the cache) and the cost; "
                                                           "send nothing")
+    p.add_argument("--export-requests", type=Path, metavar="FILE.jsonl", help="write the requests still needed "
+                   "(OpenAI batch format, e.g. for vLLM's run_batch) and stop")
+    p.add_argument("--import-responses", type=Path, metavar="FILE.jsonl", help="load a batch engine's output into "
+                   "the cache and stop; then run without it to write the answers")
     return p
 
 
@@ -53,9 +57,33 @@ def _run(args: argparse.Namespace) -> int:
     name = args.name or args.out.stem
     if not name.strip():
         raise InputError("--name: expected a non-empty model name")
+    if args.export_requests or args.import_responses:
+        return _offline(args, qf, opts)
     report = generate_answers(qf, opts, args.out, name=name, dry_run=args.dry_run, api_key=args.openai_key)
     for line in report.lines():
         print(line)
     if report.code != EXIT_OK:
         print(f"exit {report.code}: {report.why()}", file=sys.stderr)
     return report.code
+
+
+def _offline(args: argparse.Namespace, qf, opts) -> int:
+    from ..generation.offline import export_requests, import_responses
+    from ..generation.produce import cache_path
+
+    if args.export_requests and args.import_responses:
+        raise InputError("--export-requests and --import-responses: give one of them (export, generate, import, run)")
+    cache = cache_path(opts, args.out)
+    if args.export_requests:
+        got = export_requests(qf, opts, cache, args.export_requests)
+        print(f"exported {got['requests']} requests to {got['file']} (already cached: {got['cached']}); answer them "
+              f"with model \"{opts.model}\", then --import-responses OUTPUT.jsonl"
+              + (f"; {got['deferred']} later turns depend on these replies: export again after the import"
+                 if got["deferred"] else ""))
+        return EXIT_OK
+    got = import_responses(qf, opts, cache, args.import_responses)
+    print(f"imported {got['stored']} responses into {got['cache']}; failed lines: {got['failed']}; requests still "
+          f"without a response: {got['still_missing']}")
+    for line in got["failures"]:
+        print(f"  failed: {line}", file=sys.stderr)
+    return EXIT_OK

@@ -105,11 +105,15 @@ class Estimate:
         return self.requests - self.cached
 
 
-def estimate(qf: QuestionFile, opts: Any, signature: dict[str, Any], cache: Path | None) -> Estimate:
+def walk(qf: QuestionFile, opts: Any, signature: dict[str, Any], cache: Path | None
+         ) -> tuple[Estimate, dict[str, JudgeRequest], int]:
     """Walk the turns as `answer_all` would, answering from the cache where it can (read only; nothing
-    is sent or written). A turn after one the cache does not hold is counted with the most its
-    history can be: the earlier replies at max_tokens each."""
+    is sent or written). Returns the estimate, the requests that can be sent now (by cache key: each
+    question's first turn the cache lacks) and how many later turns wait on those replies. A waiting
+    turn is counted with the most its history can be: the earlier replies at max_tokens each."""
     est = Estimate()
+    pending: dict[str, JudgeRequest] = {}
+    deferred = 0
     conn = None
     if cache is not None and Path(cache).is_file():
         conn = sqlite3.connect(f"file:{Path(cache).resolve()}?mode=ro", uri=True)
@@ -121,20 +125,28 @@ def estimate(qf: QuestionFile, opts: Any, signature: dict[str, Any], cache: Path
                 est.requests += 1
                 if history is not None:
                     req = build_request(opts, qf.kind, q, history)
+                    key = cache_key(judge, req)
                     row = conn.execute("SELECT completion FROM completions WHERE key = ?",
-                                       (cache_key(judge, req),)).fetchone() if conn is not None else None
+                                       (key,)).fetchone() if conn is not None else None
                     if row is not None:
                         est.cached += 1
                         history.append(json.loads(row[0]).get("text", ""))
                         continue
                     prompt, _ = estimate_tokens([req])
+                    pending[key] = req
                     history = None
                 else:
                     users = sum(len(t) for t in q.turns[:turn + 1]) + len(system_of(opts, q) or "")
                     prompt = users // 4 + turn * opts.max_tokens
+                    deferred += 1
                 est.prompt_tokens += prompt
                 est.completion_tokens += opts.max_tokens
     finally:
         if conn is not None:
             conn.close()
-    return est
+    return est, pending, deferred
+
+
+def estimate(qf: QuestionFile, opts: Any, signature: dict[str, Any], cache: Path | None) -> Estimate:
+    """A dry run's count (see `walk`)."""
+    return walk(qf, opts, signature, cache)[0]
