@@ -2,8 +2,9 @@
 
 Writes N synthetic target records (this project's question format), starts the fake OpenAI server in
 another process with a fixed latency per request, and times the whole command
-(`python eval.py generate ...`, process start and the endpoint probe included) with an empty cache;
-then the same command again, answered from the cache. The ideal of the first run is
+(`python eval.py generate ...`, process start and the endpoint probe included) with an empty cache,
+and the part of it spent asking (`counts.seconds` of the sidecar: from the first request to the last
+answer); then the same command again, answered from the cache. The ideal of the first run is
 N x latency / concurrency; the target is at most 1.15 of it. Prints a markdown table.
 
     python bench/generate_throughput.py [--n 960] [--latency 1.0] [--concurrency 32]
@@ -66,25 +67,29 @@ def main() -> None:
             cmd = [sys.executable, "eval.py", "generate", "--questions", str(questions), "--model-config", str(cfg),
                    "--out", str(out)]
             env = {**os.environ, "EVAL_NO_PROGRESS": "1"}
-            times = []
+            times, asking = [], []
             for _ in range(2):
                 t0 = time.perf_counter()
                 done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
                 times.append(time.perf_counter() - t0)
                 if done.returncode:
                     raise SystemExit(f"generate failed ({done.returncode}): {done.stderr[-2000:]}")
+                sidecar = json.loads(out.with_name(out.name + ".generation.json").read_text())
+                asking.append(sidecar["counts"]["seconds"])
             stats = json.loads(urllib.request.urlopen(url.rsplit("/v1", 1)[0] + "/v1/_stats").read())
             answered = len(json.loads(out.read_text()))
     finally:
         parent.send("stop")
         proc.join(5)
     ideal = args.n * args.latency / args.concurrency
-    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
-    print(f"| answers | latency | concurrency | ideal | first run (empty cache) | ratio | second run (cache) | "
-          f"requests sent |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+          f"load average {os.getloadavg()[0]:.1f}")
+    print("| answers | latency | concurrency | ideal | command, empty cache | ratio | of which asking | ratio | "
+          "command, from the cache | requests sent |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {answered} | {args.latency:g} s | {args.concurrency} | {ideal:.1f} s | {times[0]:.1f} s | "
-          f"{times[0] / ideal:.3f}x | {times[1]:.1f} s | {stats['chat_calls']} |")
+          f"{times[0] / ideal:.3f}x | {asking[0]:.1f} s | {asking[0] / ideal:.3f}x | {times[1]:.1f} s | "
+          f"{stats['chat_calls']} |")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -156,7 +157,9 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
             done = {k: v for k, v in result.answers.items() if k not in result.missing}
             write_answer_file(out, serialise(qf.kind, answer_rows(qf, done, name, opts.system), out))
 
+        started = time.monotonic()
         report.answers = answer_all(qf, opts, backend, name=name, unreachable=pool.unreachable, on_round=save)
+        seconds = round(time.monotonic() - started, 3)
         report.unreachable = pool.unreachable()
         report.usage = backend.usage()
     finally:
@@ -170,7 +173,7 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
         "name": name, "answers": str(out), "signature": report.signature,
         "counts": {"questions": len(qf.questions), "answered": len(report.answers.answers),
                    "missing": len(report.answers.missing), "requests": report.answers.requests,
-                   "cached": report.answers.cached},
+                   "cached": report.answers.cached, "seconds": seconds},
         "usage": usage, "unreachable": report.unreachable,
         "missing": [{"id": k, "why": v} for k, v in report.answers.missing.items()]})
     return report
