@@ -441,3 +441,24 @@ def test_local_model_answers_greedily_and_a_rerun_is_cached(tmp_path, capsys) ->
     capsys.readouterr()
     assert generate(TARGETS, cfg, out, "--limit", "2") == 0
     assert "2 requests (2 from the cache)" in capsys.readouterr().out
+
+
+def test_answers_entry_shapes_are_checked_at_load(tmp_path) -> None:
+    from evaluate.core.errors import ConfigError
+    from evaluate.pipeline.config import parse_config
+
+    cfg = parse_config({"answers": [{"name": "c", "generate": "m.yaml", "questions": "q.json"},
+                                    {"generate": {"backend": "openai", "model": "x"}, "name": "d"}]}, tmp_path / "r.yaml")
+    assert [(a.name, a.generate, a.questions) for a in cfg.answers] == [
+        ("c", tmp_path / "m.yaml", tmp_path / "q.json"), ("d", {"backend": "openai", "model": "x"}, None)]
+    assert cfg.to_dict()["answers"][1]["generate"] == "(inline model block)"  # a block may hold a URL: not echoed
+    with pytest.raises(ConfigError) as err:
+        parse_config({"answers": [{"name": "c", "generate": "m.yaml", "path": "a.json"},
+                                  {"generate": {"model": "x"}},
+                                  {"name": "e", "path": "a.json", "questions": "q.json"},
+                                  {"name": "f", "generat": "m.yaml", "path": "a.json"}]})
+    text = str(err.value)
+    assert "answers[0]: give path (an answer file) or generate (a model config), not both" in text
+    assert "answers[1].name: expected a model name string" in text
+    assert "answers[2].questions: goes with generate:" in text
+    assert 'answers[3]: unknown key "generat"; did you mean "generate"?' in text
