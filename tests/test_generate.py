@@ -462,3 +462,20 @@ def test_answers_entry_shapes_are_checked_at_load(tmp_path) -> None:
     assert "answers[1].name: expected a model name string" in text
     assert "answers[2].questions: goes with generate:" in text
     assert 'answers[3]: unknown key "generat"; did you mean "generate"?' in text
+
+
+def test_mt_bench_conversations_go_on_without_waiting_for_the_slowest(fake_openai, tmp_path) -> None:
+    need(MT / "question.jsonl")
+    slow = jsonl(MT / "question.jsonl")[0]["turns"][0]
+
+    def reply(req: RecordedRequest) -> Reply:
+        r = model_reply(req)
+        return Reply(content=r, latency=1.5 if req.user_text == slow else 0.0)
+
+    fake_openai.reply_fn = reply
+    assert generate(MT / "question.jsonl", model_config(tmp_path, fake_openai), tmp_path / "m.jsonl",
+                    "--limit", "12") == 0
+    sent = fake_openai.chat_requests()
+    slow_at = next(r.time for r in sent if r.user_text == slow)
+    second = [r.time for r in sent if len(r.body["messages"]) == 3 and r.body["messages"][0]["content"] != slow]
+    assert len(second) == 11 and max(second) < slow_at + 1.0  # every other turn 2 sent while turn 1 of one still ran

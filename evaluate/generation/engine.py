@@ -11,8 +11,11 @@ never written as an empty answer, and a later turn of that question is not asked
 
 from __future__ import annotations
 
+import contextvars
 import json
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -60,35 +63,84 @@ class Answers:
 
 def answer_all(qf: QuestionFile, opts: Any, backend: Backend, *, name: str,
                unreachable: Callable[[], str | None] = lambda: None,
-               on_round: Callable[[Answers], None] | None = None) -> Answers:
-    """Every question of `qf` asked of `backend`, turn by turn. `on_round(result)` after each round
-    (the answer file is rewritten there, so a killed run keeps what it has on disk as well as in the cache)."""
+               on_round: Callable[[Answers], None] | None = None, in_flight: int = 0) -> Answers:
+    """Every question of `qf` asked of `backend`, turn by turn.
+
+    `in_flight` > 0 (an HTTP model; the number of requests its pool keeps in flight): the questions of
+    several turns are pipelined, each conversation going on as soon as its last reply is back (turn 2
+    of a fast question does not wait for turn 1 of the slowest), through the backend's one shared pool.
+    Otherwise (a local model, batch jobs) the turns go in rounds, each round one `complete_many`: what
+    batches best. `on_round(result)` after each round (the answer file is rewritten there, so a killed
+    run keeps what it has on disk as well as in the cache)."""
     out = Answers(answers={q.id: [] for q in qf.questions})
     total = sum(len(q.turns) for q in qf.questions)
     rounds = max((len(q.turns) for q in qf.questions), default=0)
     with progress_bar(total, desc=f"generate {name}"):
-        for turn in range(rounds):
-            batch = [q for q in qf.questions if len(q.turns) > turn and q.id not in out.missing]
-            if not batch:
-                break
-            why = unreachable()
-            if why is not None:
-                for q in batch:
-                    out.missing[q.id] = f"turn {turn + 1}: not sent: the model's server is unreachable: {why}"
-                break
-            comps = backend.complete_many([build_request(opts, qf.kind, q, out.answers[q.id]) for q in batch])
-            for q, c in zip(batch, comps):
-                out.requests += 1
-                out.cached += int(c.cached)
-                if c.ok and c.text.strip():
-                    out.answers[q.id].append(c.text)
-                else:
-                    out.missing[q.id] = f"turn {turn + 1}: {c.error or 'empty reply'}"
+        if in_flight > 0 and rounds > 1:
+            _pipelined(qf, opts, backend, out, unreachable, in_flight)
             if on_round is not None:
                 on_round(out)
+        else:
+            _rounds(qf, opts, backend, out, unreachable, on_round, rounds)
     for qid in out.missing:
         out.answers.pop(qid, None)
     return out
+
+
+def _take(out: Answers, q: Question, turn: int, c: Any) -> bool:
+    out.requests += 1
+    out.cached += int(c.cached)
+    if c.ok and c.text.strip():
+        out.answers[q.id].append(c.text)
+        return True
+    out.missing[q.id] = f"turn {turn + 1}: {c.error or 'empty reply'}"
+    return False
+
+
+def _unsent(out: Answers, qs: list[Question], turn: int, why: str) -> None:
+    for q in qs:
+        out.missing[q.id] = f"turn {turn + 1}: not sent: the model's server is unreachable: {why}"
+
+
+def _rounds(qf: QuestionFile, opts: Any, backend: Backend, out: Answers, unreachable: Callable[[], str | None],
+            on_round: Callable[[Answers], None] | None, rounds: int) -> None:
+    for turn in range(rounds):
+        batch = [q for q in qf.questions if len(q.turns) > turn and q.id not in out.missing]
+        if not batch:
+            break
+        why = unreachable()
+        if why is not None:
+            _unsent(out, batch, turn, why)
+            break
+        comps = backend.complete_many([build_request(opts, qf.kind, q, out.answers[q.id]) for q in batch])
+        for q, c in zip(batch, comps):
+            _take(out, q, turn, c)
+        if on_round is not None:
+            on_round(out)
+
+
+def _pipelined(qf: QuestionFile, opts: Any, backend: Backend, out: Answers,
+               unreachable: Callable[[], str | None], in_flight: int) -> None:
+    lock = threading.Lock()
+
+    def converse(q: Question) -> None:
+        for turn in range(len(q.turns)):
+            why = unreachable()
+            if why is not None:
+                with lock:
+                    _unsent(out, [q], turn, why)
+                return
+            c = backend.complete_many([build_request(opts, qf.kind, q, out.answers[q.id])])[0]
+            with lock:
+                if not _take(out, q, turn, c):
+                    return
+
+    # one thread per conversation in progress (they wait on the backend's pool, which bounds what is in
+    # flight); each runs in a copy of this context, so the progress bar opened above is the one they add to
+    workers = max(1, min(len(qf.questions), 2 * in_flight, 512))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="generate") as pool:
+        for f in [pool.submit(contextvars.copy_context().run, converse, q) for q in qf.questions]:
+            f.result()
 
 
 @dataclass

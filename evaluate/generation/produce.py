@@ -126,6 +126,14 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
+def in_flight(opts: Any) -> int:
+    """Requests an HTTP model's pool keeps in flight (0: a local model or batch jobs, asked in rounds)."""
+    if opts.backend != "openai" or opts.batch:
+        return 0
+    specs = opts.endpoint_specs() or [{"concurrency": opts.concurrency}]
+    return sum(int(e["concurrency"]) for e in specs)
+
+
 def limited(qf: QuestionFile, limit: int | None) -> QuestionFile:
     return qf if not limit else QuestionFile(qf.path, qf.kind, qf.questions[:limit], qf.jsonl)
 
@@ -158,7 +166,8 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
             write_answer_file(out, serialise(qf.kind, answer_rows(qf, done, name, opts.system), out))
 
         started = time.monotonic()
-        report.answers = answer_all(qf, opts, backend, name=name, unreachable=pool.unreachable, on_round=save)
+        report.answers = answer_all(qf, opts, backend, name=name, unreachable=pool.unreachable, on_round=save,
+                                    in_flight=in_flight(opts))
         seconds = round(time.monotonic() - started, 3)
         report.unreachable = pool.unreachable()
         report.usage = backend.usage()
