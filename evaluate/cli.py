@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "alpaca-eval": ("evaluate.commands.alpaca_eval", "judge model outputs by AlpacaEval 2's protocol"),
     "arena-hard": ("evaluate.commands.arena_hard", "judge model answers by Arena-Hard's protocol"),
     "mt-bench": ("evaluate.commands.mt_bench", "MT-bench from FastChat's files and judge prompts"),
+    "generate": ("evaluate.commands.generate", "ask a model the questions of a file; write its answers in that format"),
 }
 
 

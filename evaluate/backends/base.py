@@ -35,6 +35,7 @@ class JudgeRequest:
     top_logprobs: int = 0  # 0: none; k > 0: the top-k next-token log-probabilities at each generated position
     stop: tuple[str, ...] = ()
     seed: int | None = None
+    top_p: float | None = None  # nucleus sampling (generation); None: the server's default, and not in the key
 
     @classmethod
     def chat(cls, system: str | None, user: str, **kw: Any) -> "JudgeRequest":
@@ -42,7 +43,7 @@ class JudgeRequest:
         return cls(messages=msgs, **kw)
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "messages": [{"role": r, "content": c} for r, c in self.messages],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
@@ -50,6 +51,9 @@ class JudgeRequest:
             "stop": list(self.stop),
             "seed": self.seed,
         }
+        if self.top_p is not None:  # only when set: every request made before top_p existed keeps its cache key
+            out["top_p"] = self.top_p
+        return out
 
     def key(self) -> str:
         """sha256 of the canonical JSON of the request."""

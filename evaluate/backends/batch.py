@@ -68,6 +68,8 @@ def request_body(model: str, request: JudgeRequest, *, token_limit_field: str = 
         body["stop"] = list(request.stop)
     if request.seed is not None:
         body["seed"] = request.seed
+    if request.top_p is not None:
+        body["top_p"] = request.top_p
     if request.top_logprobs > 0 and logprobs:
         body["logprobs"] = True
         body["top_logprobs"] = request.top_logprobs

@@ -92,7 +92,8 @@ def request_from_dict(d: dict[str, Any]) -> JudgeRequest:
     """The inverse of `JudgeRequest.as_dict` (rows of the cache and of batch jobs hold that form)."""
     return JudgeRequest(messages=tuple((m["role"], m["content"]) for m in d["messages"]),
                         max_tokens=int(d["max_tokens"]), temperature=float(d["temperature"]),
-                        top_logprobs=int(d["top_logprobs"]), stop=tuple(d.get("stop") or ()), seed=d.get("seed"))
+                        top_logprobs=int(d["top_logprobs"]), stop=tuple(d.get("stop") or ()), seed=d.get("seed"),
+                        top_p=d.get("top_p"))
 
 
 class CachedBackend(Backend):

@@ -282,6 +282,8 @@ class OpenAICompatBackend(Backend):
             params["stop"] = list(request.stop)
         if request.seed is not None:
             params["seed"] = request.seed
+        if request.top_p is not None:
+            params["top_p"] = request.top_p
         if request.top_logprobs > 0 and self._logprobs:
             params["logprobs"] = True
             params["top_logprobs"] = request.top_logprobs

@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import check_output_dir, safe_name
+from ..generation.benchmark_flag import add_generate_argument, generate_for_benchmark
 from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, load_judge, parse_and_run
 
 EXIT_JUDGE = EXIT_RUN_ERRORS
@@ -35,7 +36,7 @@ def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="eval.py alpaca-eval",
                 description="Judge model outputs against a baseline by AlpacaEval 2's protocol (one randomised "
                             "order per instruction, preference from the log-probabilities of m / M).")
-    p.add_argument("--model-outputs", required=True, nargs="+", type=Path, metavar="FILE",
+    p.add_argument("--model-outputs", nargs="+", type=Path, metavar="FILE",
                    help="AlpacaEval model_outputs.json files: lists of {instruction, output, generator, dataset}")
     p.add_argument("--reference-outputs", required=True, type=Path, metavar="FILE",
                    help="the baseline's outputs (AlpacaEval 2: gpt4_1106_preview), same format")
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of the per-instruction order (default 0: AlpacaEval's)")
     p.add_argument("--dry-run", action="store_true", help="count the judge calls (and the cost, with judge.price); "
                                                           "contact nothing")
+    add_generate_argument(p)
     return p
 
 
@@ -61,6 +63,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit: expected a positive number of instructions, got {args.limit}")
     opts = load_judge(args.judge_config)
+    if (code := generate_for_benchmark(args, "alpaca-eval", args.reference_outputs,
+                                       args.save_path / "model_outputs")):
+        return code
     evaluator = ae.read_evaluator(args.evaluator_config)
     reference = ae.read_outputs(args.reference_outputs)
     models = [ae.read_outputs(p) for p in args.model_outputs]

@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, safe_name
+from ..generation.benchmark_flag import add_generate_argument, generate_for_benchmark
 from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, load_judge, parse_and_run
 
 
@@ -33,7 +34,7 @@ def _parser() -> argparse.ArgumentParser:
                                                       "and print its leaderboard (raw and style-controlled).")
     p.add_argument("--bench", required=True, type=Path, help="folder with question.jsonl and model_answer/")
     p.add_argument("--judge-config", required=True, type=Path, help="YAML/JSON file with a judge: block")
-    p.add_argument("--model", required=True, action="append", help="model to judge (its model_answer file name)")
+    p.add_argument("--model", action="append", help="model to judge (its model_answer file name)")
     p.add_argument("--baseline", default=None, help="baseline model (default: the judge prompt's, else gpt-4-0314)")
     p.add_argument("--judge-prompt", type=Path, help="judge prompt JSON (default: judge_prompt_v0.1.json in "
                                                      "--bench or its parent)")
@@ -41,6 +42,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--dry-run", action="store_true", help="count the judge calls (and the cost with judge.price)")
     p.add_argument("--save_path", required=True, type=Path, help="output folder")
+    add_generate_argument(p)
     return p
 
 
@@ -70,11 +72,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit: expected a positive number of questions, got {args.limit}")
     opts = load_judge(args.judge_config)
+    if (code := generate_for_benchmark(args, "arena-hard", args.bench / "question.jsonl",
+                                       args.save_path / "model_answer")):
+        return code
     prompt = ah.read_judge_prompt(_prompt_path(args))
     questions = ah.read_questions(args.bench / "question.jsonl")[:args.limit]
     base_name = args.baseline or prompt.baseline or ah.DEFAULT_BASELINE
     baseline = ah.read_answers(_answer_file(args.bench, base_name))
-    models = [ah.read_answers(_answer_file(args.bench, m)) for m in dict.fromkeys(args.model)]
+    models = [ah.read_answers(args.generated.get(m) or _answer_file(args.bench, m))
+              for m in dict.fromkeys(args.model)]
     judge_name = safe_name(opts.model)
     out_dir = args.save_path / "model_judgment" / judge_name
     done = {}

@@ -26,6 +26,7 @@ from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
 from ..core.lock import SaveLock
+from ..generation.benchmark_flag import add_generate_argument, generate_for_benchmark
 from .common import EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, load_judge
 
 EXIT_JUDGE = EXIT_RUN_ERRORS
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="after judging, the label-free judge check on N of the run's judged turns")
     p.add_argument("--no-charts", action="store_true", help="no PNG charts (the report and the files as usual)")
     p.add_argument("--dry-run", action="store_true", help="count the judge calls per prompt; contact nothing")
+    add_generate_argument(p)
     return p
 
 
@@ -71,7 +73,7 @@ def _settings(args: argparse.Namespace) -> tuple[argparse.Namespace, JudgeOption
         judge = cfg.judge
     where = f" (or mt_bench.{{}} in {args.config})" if args.config else ""
     missing = [f"--{flag}" + where.format(key) for flag, key, value in (
-        ("data", "data", args.data), ("answers", "answers", args.answers), ("mode", "mode", args.mode),
+        ("data", "data", args.data), ("answers", "answers", args.answers or args.generate), ("mode", "mode", args.mode),
         ("save_path", "save_path", args.save_path)) if not value]
     if args.judge_config is None and judge is None:
         missing.append("--judge-config" + (f" (or a judge: block in {args.config})" if args.config else ""))
@@ -104,6 +106,9 @@ def _run(args: argparse.Namespace) -> int:
     from ..benchmarks import mt_bench as bench
 
     args, opts = _settings(args)
+    if (code := generate_for_benchmark(args, "mt-bench", args.data / "question.jsonl",
+                                       args.save_path / "model_answer")):
+        return code
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit: expected a positive number of questions per category, got {args.limit}")
     baseline = args.baseline

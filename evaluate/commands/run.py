@@ -178,10 +178,17 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
     from ..backends.probing import probe_judge
     from ..pipeline.run import JudgeStopped, plan_only, run_job
 
+    if any(a.generate is not None for a in cfg.answers):  # answers: entries that name a model
+        from ..generation.in_run import generate_for_run
+
+        code, why, _ = generate_for_run(cfg, dry_run=args.dry_run)
+        if code:
+            return code, why
     if args.export_requests or args.import_results:
         return _requests_io(cfg, args, families), ""
     if args.dry_run:
-        print(plan_only(cfg, families, check=_known_check(gates))["plan_text"])
+        with _stand_ins(cfg):
+            print(plan_only(cfg, families, check=_known_check(gates))["plan_text"])
         if args.probe:
             if cfg.judge.backend != "openai":
                 print(f"probe: the judge is a local model ({cfg.judge.model}); there is no server to ask")
@@ -231,6 +238,17 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
     return worst(codes)
 
 
+def _stand_ins(cfg: RunConfig):
+    """Generated answers not there yet read as placeholders while a plan is made (evaluate.generation.in_run)."""
+    import contextlib
+
+    if not any(a.generate is not None for a in cfg.answers):
+        return contextlib.nullcontext()
+    from ..generation.in_run import placeholders
+
+    return placeholders(cfg)
+
+
 def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
     from ..pipeline.collect import export_requests, import_results
 
@@ -268,7 +286,8 @@ def main(argv: list[str]) -> int:
         raise InputError("--export-requests / --import-results work on one config at a time")
     if len(configs) > 1:  # every file checked (plan, answers, prompts, gates) before any scoring starts
         for cfg in configs:
-            plan_only(cfg, families, check=_known_check(gates))
+            with _stand_ins(cfg):
+                plan_only(cfg, families, check=_known_check(gates))
     results = []
     for i, cfg in enumerate(configs):
         if len(configs) > 1:

@@ -64,6 +64,10 @@ SECRET_KEYS = ("api_key", "key", "openai_key", "openai_api_key")
 class AnswerFile:
     name: str
     path: Path
+    # an entry that names a model instead of a file (evaluate.generation.in_run): the model config's path
+    # (resolved) or its block inline, and the questions to ask (None: the target file, else the first file)
+    generate: Path | dict[str, Any] | None = None
+    questions: Path | None = None
 
 
 JudgeConfig = JudgeOptions  # the `judge:` block (evaluate.backends.options)
@@ -105,7 +109,9 @@ class RunConfig:
             "language": self.language,
             "path_for_UniEval": self.path_for_unieval,
             "category": self.categories,
-            "answers": [{"name": a.name, "path": str(a.path)} for a in self.answers],
+            "answers": [{"name": a.name, "path": str(a.path),
+                         **({"generate": str(a.generate) if isinstance(a.generate, Path) else "(inline model block)"}
+                            if a.generate is not None else {})} for a in self.answers],
             "target_file": str(self.target_file) if self.target_file else None,
             "save_path": str(self.save_path),
             "prompts": {
@@ -186,6 +192,27 @@ def _resolve(base: Path | None, value: str) -> Path:
     return p
 
 
+def _generated_entry(chk: _Checker, item: dict[str, Any], where: str, base: Path | None, cfg: RunConfig) -> None:
+    """`{name, generate: MODEL.yaml | {model block}, questions?}`: answers generated into the save path
+    (answers/<name>.json) before the run; the model block is checked by evaluate.generation when the run
+    starts, before anything is sent."""
+    gen = item["generate"]
+    if "path" in item:
+        chk.problems.append(f"{where}: give path (an answer file) or generate (a model config), not both")
+        return
+    if not chk.expect(gen, (str, dict), f"{where}.generate", "a model config file or an inline model block"):
+        return
+    name = item.get("name") or (Path(gen).stem if isinstance(gen, str) else None)
+    if not chk.expect(name, str, f"{where}.name", "a model name string (required with an inline generate block)"):
+        return
+    questions = item.get("questions")
+    if questions is not None and not chk.expect(questions, str, f"{where}.questions", "a path string"):
+        return
+    cfg.answers.append(AnswerFile(name=name, path=Path("answers") / f"{safe_name(name)}.json",
+                                  generate=_resolve(base, gen) if isinstance(gen, str) else gen,
+                                  questions=_resolve(base, questions) if questions else None))
+
+
 def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
     """Check the shape of a parsed config and build a RunConfig. Raises ConfigError listing every problem."""
     src = str(source) if source else "config"
@@ -248,7 +275,12 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
                 item = {"path": item}
             if not chk.expect(item, dict, where, "a mapping {name, path}"):
                 continue
-            chk.unknown_keys(item, ("name", "path"), where)
+            chk.unknown_keys(item, ("name", "path", "generate", "questions"), where)
+            if item.get("generate") is not None:
+                _generated_entry(chk, item, where, base, cfg)
+                continue
+            if "questions" in item:
+                chk.problems.append(f"{where}.questions: goes with generate: (the questions a model is asked)")
             path = item.get("path")
             if not chk.expect(path, str, f"{where}.path", "a path string"):
                 continue
