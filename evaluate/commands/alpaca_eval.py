@@ -24,7 +24,8 @@ from typing import Any, Sequence
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import check_output_dir, safe_name
-from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, load_judge, parse_and_run
+from ..core.clock import utc_now
+from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, judge_cache, load_judge, parse_and_run
 
 EXIT_JUDGE = EXIT_RUN_ERRORS
 # The dry run's token estimate. It errs high on purpose: GPT-4's tokenizer averaged 4.7 characters a
@@ -86,10 +87,9 @@ def _run(args: argparse.Namespace) -> int:
     from ..backends.pool import MeteredBackend, open_backend
     from ..pipeline import benchmark_outputs as bo
 
-    cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
-             Path(opts.cache) if isinstance(opts.cache, str) else None)
+    cache = judge_cache(opts, args.save_path, args.judge_config)
     args.save_path.mkdir(parents=True, exist_ok=True)
-    run_id, started = bo.new_run_id(), _now()
+    run_id, started = bo.new_run_id(), utc_now()
     inner = open_backend(opts, cache)
     backend = MeteredBackend(inner, opts.price)  # what this run asked of the judge, for the manifest
     try:
@@ -145,12 +145,6 @@ def _run(args: argparse.Namespace) -> int:
 
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
-
-
-def _now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _write_outputs(args: argparse.Namespace, opts: JudgeOptions, evaluator: Any, reference: Any, models: Sequence[Any],

@@ -24,7 +24,8 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text, safe_name
-from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, load_judge, parse_and_run
+from ..core.clock import utc_now
+from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, judge_cache, load_judge, parse_and_run
 
 
 
@@ -95,9 +96,8 @@ def _run(args: argparse.Namespace) -> int:
     from ..pipeline import benchmark_outputs as bo
 
     args.save_path.mkdir(parents=True, exist_ok=True)
-    cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
-             Path(opts.cache) if isinstance(opts.cache, str) else None)
-    run_id, started = bo.new_run_id(), _now()
+    cache = judge_cache(opts, args.save_path, args.judge_config)
+    run_id, started = bo.new_run_id(), utc_now()
     inner = open_backend(opts, cache)
     backend = MeteredBackend(inner, opts.price)  # what this run asked of the judge, for the manifest
     signature = backend.signature()
@@ -137,12 +137,6 @@ def _run(args: argparse.Namespace) -> int:
         print(f"exit 3: the judge failed on {failed} game(s) (left null); run again to judge them", file=sys.stderr)
         return EXIT_RUN_ERRORS
     return EXIT_OK
-
-
-def _now() -> str:
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def _write_outputs(args: argparse.Namespace, opts: Any, prompt: Any, baseline: str, judge_name: str, out_dir: Path,

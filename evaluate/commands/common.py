@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..backends.base import CHARS_PER_TOKEN, JudgeRequest, cost_usd, estimate_tokens
+from ..backends.cache_path import cache_file, relative_to
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import read_structured
@@ -102,3 +103,9 @@ def load_judge(path: Path) -> JudgeOptions:
     if problems:
         raise InputError("; ".join(problems))
     return opts
+
+
+def judge_cache(opts: JudgeOptions, save_path: Path, config: Path | None) -> Path | None:
+    """A benchmark's judge cache by the run's one rule (evaluate.backends.cache_path): `judge.cache`
+    relative to the file that holds the judge: block, else EVAL_JUDGE_CACHE, else OUT/judge_cache.sqlite."""
+    return cache_file(opts.cache, save_path, relative_to(config))

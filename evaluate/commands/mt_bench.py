@@ -26,7 +26,7 @@ from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
 from ..core.lock import SaveLock
-from .common import EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, load_judge
+from .common import EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, judge_cache, load_judge
 
 EXIT_JUDGE = EXIT_RUN_ERRORS
 
@@ -117,8 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     if opts.backend == "local" and opts.max_tokens < 2048:
         print(f"note: judge.max_tokens {opts.max_tokens} caps the local judge's replies (FastChat asks for 2048)",
               file=sys.stderr)
-    cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
-             Path(opts.cache) if isinstance(opts.cache, str) else None)
+    cache = judge_cache(opts, args.save_path, args.judge_config or args.config)
     ensure_dir(args.save_path, "--save_path")
     lock = SaveLock.acquire(args.save_path, "mt-bench")  # FastChat's files are appended: one run at a time
     try:

@@ -126,7 +126,7 @@ def add_run(save: SaveDir, *, evaluator: Any, reference: Any, models: Sequence[A
     (identical outputs: a draw, 0.5, without a judge call; AlpacaEval lists it at 50%), so the paired
     comparison of a model with the baseline tests its win rate against 50%. Returns the manifest's
     `models` entries."""
-    from ..families.gpt import by_category
+    from ..judges.battle_summary import by_category
 
     baseline = reference.generator
     sig = {"evaluator": "alpaca_eval", "benchmark": "AlpacaEval 2 (tatsu-lab/alpaca_eval's protocol)",

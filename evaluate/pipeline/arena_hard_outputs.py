@@ -93,7 +93,7 @@ def add_run(save: SaveDir, *, judgments: Mapping[str, Sequence[Mapping[str, Any]
             lengths: str, seed: int) -> list[dict[str, Any]]:
     """A battle per model of the table against the baseline and every model's answers; returns the
     manifest's `models` entries. `judgments`: model -> its judgment records against `baseline`."""
-    from ..families.gpt import by_category
+    from ..judges.battle_summary import by_category
 
     sig = {"evaluator": "arena_hard", "benchmark": "Arena-Hard (lmarena/arena-hard-auto @ 196f6b8's protocol)",
            "judge": judge_signature(judge), "judge_name": judge_name, "baseline": baseline, "seed": seed,
