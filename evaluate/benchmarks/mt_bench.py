@@ -25,8 +25,8 @@ from .mt_bench_data import (Conversation, JudgePrompt, Question, QuestionId, che
                             model_name, read_answers, read_judge_prompts, read_questions, read_references,
                             require_prompt)
 from .mt_bench_judge import (PROMPT_NAMES, PairJudgment, PairMatch, SingleJudgment, SingleMatch, judge_pairs,
-                             judge_single, pair_matches, pair_user_prompt, single_matches, single_user_prompt,
-                             template_fields_for)
+                             judge_single, pair_matches, pair_user_prompt, prompt_scale, single_matches,
+                             single_user_prompt, template_fields_for)
 from .mt_bench_stats import pair_stats, single_stats
 
 MODES = ("single", "pairwise-baseline", "pairwise-all")
@@ -157,7 +157,8 @@ def resume(matches: Sequence[Match], rows: Sequence[tuple[int, dict[str, Any]]],
             if row is None:
                 out.todo.append(i)
                 continue
-            out.done[i] = files.single_from_row(row, m.question.category, m.prompt.system_prompt)
+            out.done[i] = files.single_from_row(row, m.question.category, m.prompt.system_prompt,
+                                               prompt_scale(m.prompt))
             out.stale += int(row.get("user_prompt") != single_user_prompt(m))
         else:
             row = pair_index.get(files.pair_key(judge_model, m.prompt.name, qid, m.model_1, m.model_2, m.turn))
