@@ -95,3 +95,118 @@ def test_mt_bench_rating_outside_the_scale_is_invalid_and_said(mt_data, fake_ope
     again = mt_run(judge_config(tmp_path, fake_openai), out, "single")
     assert again.returncode == 0 and fake_openai.chat_calls == calls
     assert "show_result.py averages it: 5.38" in one_line(again.stdout)
+
+
+# ------------------------------------------------------------------ Arena-Hard
+@pytest.fixture
+def ah_data() -> Path:
+    if not (AH / "question.jsonl").exists() or not AH_PROMPT.exists():
+        pytest.skip("../shared/data/arena_hard is not present beside this checkout")
+    return AH
+
+
+def small_bench(tmp_path: Path, n: int = 6, drop: dict[str, int] | None = None) -> tuple[Path, list[str]]:
+    """An Arena-Hard folder with the first n questions; `drop` removes the k-th question's answer from a
+    model's file. Returns the folder and the question ids."""
+    bench = tmp_path / "bench"
+    (bench / "model_answer").mkdir(parents=True)
+    lines = (AH / "question.jsonl").read_text().splitlines()[:n]
+    (bench / "question.jsonl").write_text("\n".join(lines) + "\n")
+    uids = [json.loads(x)["uid"] for x in lines]
+    for m in (AH_BASELINE, AH_MODEL, "gpt-3.5-turbo-0125"):
+        rows = [x for x in (AH / "model_answer" / f"{m}.jsonl").read_text().splitlines()
+                if json.loads(x)["uid"] in uids]
+        if drop and m in drop:
+            rows = [x for x in rows if json.loads(x)["uid"] != uids[drop[m]]]
+        (bench / "model_answer" / f"{m}.jsonl").write_text("\n".join(rows) + "\n")
+    return bench, uids
+
+
+def verdicts(req) -> Reply:
+    """A judge that always prefers assistant A strongly: game 1 (baseline as A) a loss, game 2 a win."""
+    return Reply(content="My final verdict is [[A>>B]].")
+
+
+def ah_run(bench: Path, cfg: Path, out: Path, *extra: str, models=(AH_MODEL,)) -> subprocess.CompletedProcess:
+    return eval_py("arena-hard", "--bench", bench, "--judge-config", cfg, "--model", *models,
+                   "--judge-prompt", AH_PROMPT, "--save_path", out, *extra)
+
+
+def test_arena_hard_missing_answer_refused_or_common(ah_data, fake_openai, tmp_path) -> None:
+    bench, uids = small_bench(tmp_path, drop={AH_MODEL: 2})
+    fake_openai.reply_fn = verdicts
+    cfg = judge_config(tmp_path, fake_openai)
+    for extra in ((), ("--dry-run",)):  # refused before anything is planned or paid
+        r = ah_run(bench, cfg, tmp_path / "out", *extra)
+        assert r.returncode == 2 and "Traceback" not in r.stderr
+        assert f"model_answer/{AH_MODEL}.jsonl: 1 ({uids[2]})" in r.stderr and "--missing common" in r.stderr
+    assert fake_openai.chat_calls == 0
+    dry = ah_run(bench, cfg, tmp_path / "out", "--dry-run", "--missing", "common")
+    assert dry.returncode == 0 and f"{AH_MODEL}: 10 judge calls" in dry.stdout  # 5 common questions x 2 games
+    assert f"left out for every model, not answered by {AH_MODEL} ({uids[2]})" in one_line(dry.stdout)
+    cfg2 = judge_config(tmp_path, fake_openai, extra="missing: common\n")  # the config key, as a run's
+    r = ah_run(bench, cfg2, tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    row = next(x for x in r.stdout.splitlines() if x.startswith(AH_MODEL))
+    assert row.split()[-2:] == ["5", "0"]  # n questions, n invalid
+    assert f"missing: common: 1 question(s) left out for every model, not answered by {AH_MODEL} ({uids[2]})" \
+        in one_line(r.stdout)
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["arena_hard"]["left_out"] == {AH_MODEL: [uids[2]]}
+    r = eval_py("arena-hard", "--bench", bench, "--judge-config", cfg, "--model", AH_MODEL, "--judge-prompt",
+                AH_PROMPT, "--save_path", tmp_path / "o2", "--missing", "comon")
+    assert r.returncode == 2 and "invalid choice: 'comon'" in r.stderr
+
+
+def test_arena_hard_copied_judgment_file_is_refused_naming_both(ah_data, fake_openai, tmp_path) -> None:
+    bench, _ = small_bench(tmp_path)
+    fake_openai.reply_fn = verdicts
+    out = tmp_path / "out"
+    r = ah_run(bench, judge_config(tmp_path, fake_openai), out)
+    assert r.returncode == 0, r.stderr
+    jdir = out / "model_judgment" / "gpt-4"
+    shutil.copy(jdir / f"{AH_MODEL}.jsonl", jdir / "copy.jsonl")
+    for again in (eval_py("leaderboard", "--arena-hard", out),
+                  ah_run(bench, judge_config(tmp_path, fake_openai), out)):
+        assert again.returncode == 2 and "Traceback" not in again.stderr
+        assert f"{jdir / 'copy.jsonl'}, record 1" in again.stderr and f"{jdir / (AH_MODEL + '.jsonl')}, record 1" \
+            in again.stderr and "judged twice" in again.stderr
+
+
+def test_arena_hard_tokens_limit_nargs_and_flags(ah_data, fake_openai, tmp_path) -> None:
+    from evaluate.benchmarks.arena_hard import _metadata, read_answers
+
+    fake_openai.reply_fn = verdicts
+    out = tmp_path / "out"
+    # --model a b is accepted; -h says so
+    assert "--model a b" in one_line(eval_py("arena-hard", "-h").stdout)
+    r = ah_run(AH, judge_config(tmp_path, fake_openai), out, "--limit", "4", models=(AH_MODEL, "gpt-3.5-turbo-0125"))
+    assert r.returncode == 0, r.stderr
+    uids = [json.loads(x)["uid"] for x in (AH / "question.jsonl").read_text().splitlines()[:4]]
+    import csv
+
+    board = {row["model"]: row for row in csv.DictReader(open(out / "leaderboard.csv", encoding="utf-8"))}
+    for m in (AH_MODEL, "gpt-3.5-turbo-0125", AH_BASELINE):
+        meta = _metadata(read_answers(AH / "model_answer" / f"{m}.jsonl"))
+        want = round(sum(meta[u]["token_len"] for u in uids) / 4, 1)
+        everything = round(sum(d["token_len"] for d in meta.values()) / len(meta), 1)
+        assert abs(want - everything) >= 1  # the 4 judged answers, not all 500
+        assert float(board[m]["avg_tokens"]) == want
+        row = next(x for x in r.stdout.splitlines() if x.startswith(m)).split()
+        assert row[-3] == f"{want:.0f}"
+    # a save path that is a file: the dry run refuses it as the run does
+    f = tmp_path / "file"
+    f.write_text("x")
+    for extra in (("--dry-run",), ()):
+        r = ah_run(AH, judge_config(tmp_path, fake_openai), f, "--limit", "2", *extra)
+        assert r.returncode == 2 and "is a file, not a folder" in r.stderr
+    # several judges: the message names the flag that picks one
+    (out / "model_judgment" / "other-judge").mkdir()
+    r = eval_py("leaderboard", "--arena-hard", out)
+    assert r.returncode == 2 and "several judges (gpt-4, other-judge); name one with --judge" in r.stderr
+
+
+def test_lc_align_help_says_what_was_measured() -> None:
+    said = one_line(eval_py("leaderboard", "-h").stdout)
+    assert "reproduces its published numbers" not in said
+    assert "0.19 pp at the median, 2.19 pp at worst" in said

@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
-from ..core.io import atomic_write_text, safe_name
+from ..core.io import atomic_write_text, check_output_dir, safe_name
 from ..core.clock import utc_now
 from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser, cost_line, judge_cache, load_judge, parse_and_run
+
+MISSING = ("refuse", "common")  # what a question some model did not answer does: the run's `missing:` names
 
 
 
@@ -34,12 +36,17 @@ def _parser() -> argparse.ArgumentParser:
                                                       "and print its leaderboard (raw and style-controlled).")
     p.add_argument("--bench", required=True, type=Path, help="folder with question.jsonl and model_answer/")
     p.add_argument("--judge-config", required=True, type=Path, help="YAML/JSON file with a judge: block")
-    p.add_argument("--model", required=True, action="append", help="model to judge (its model_answer file name)")
+    p.add_argument("--model", required=True, action="extend", nargs="+", metavar="NAME",
+                   help="model(s) to judge, by model_answer file name: --model a b, or --model a --model b")
     p.add_argument("--baseline", default=None, help="baseline model (default: the judge prompt's, else gpt-4-0314)")
     p.add_argument("--judge-prompt", type=Path, help="judge prompt JSON (default: judge_prompt_v0.1.json in "
                                                      "--bench or its parent)")
     p.add_argument("--limit", type=int, help="only the first N questions")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--missing", choices=MISSING, default=None,
+                   help="a question some model (or the baseline) did not answer: refuse (default; exit 2, the ids "
+                        "named) or common (score only the questions every model answered, the others named); "
+                        "also `missing:` in the --judge-config file")
     p.add_argument("--dry-run", action="store_true", help="count the judge calls (and the cost with judge.price)")
     p.add_argument("--save_path", required=True, type=Path, help="output folder")
     return p
@@ -58,6 +65,48 @@ def _prompt_path(args: argparse.Namespace) -> Path:
     raise InputError(f"{args.bench}: no judge_prompt_v0.1.json here or in the parent folder; give --judge-prompt")
 
 
+def _missing_key(config: Path) -> str:
+    """`missing:` beside the judge: block of --judge-config (refuse when absent)."""
+    from ..core.io import read_structured
+    from ..core.registry import suggest
+
+    raw = read_structured(config, "judge config")
+    value = raw.get("missing", "refuse") if isinstance(raw, dict) else "refuse"
+    if value not in MISSING:
+        raise InputError(f"{config}: missing: {value!r} is not a policy{suggest(str(value), list(MISSING))}; expected "
+                         "refuse (the default) or common (score only the questions every model answered)")
+    return value
+
+
+def _common_questions(questions: list[dict[str, Any]], answers: list[Any], policy: str
+                      ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The questions to judge and, per model, the ids left out because its file has no answer for them.
+    By default a missing answer is refused: the score would cover other questions than its neighbours'."""
+    from ..benchmarks import arena_hard as ah
+
+    gone = ah.missing_answers(questions, answers)
+    if not gone:
+        return questions, {}
+    if policy != "common":
+        said = "; ".join(f"{a.path}: {len(ids)} ({_ids(ids)})" for a in answers if (ids := gone.get(a.model)))
+        raise InputError(f"questions with no answer: {said}; answer them, or score only the questions every model "
+                         "answered with --missing common (or missing: common in the --judge-config file)")
+    drop = {u for ids in gone.values() for u in ids}
+    return [q for q in questions if q["uid"] not in drop], gone
+
+
+def _ids(ids: list[str], most: int = 10) -> str:
+    return ", ".join(ids[:most]) + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def _left_out_line(left_out: dict[str, list[str]]) -> str:
+    from ..benchmarks.tables import wrap
+
+    drop = {u for ids in left_out.values() for u in ids}
+    return wrap(f"missing: common: {len(drop)} question(s) left out for every model, not answered by "
+                + "; ".join(f"{m} ({_ids(ids)})" for m, ids in left_out.items()))
+
+
 def _answer_file(bench: Path, model: str) -> Path:
     p = bench / "model_answer" / f"{model}.jsonl"
     if not p.is_file():
@@ -71,13 +120,18 @@ def _run(args: argparse.Namespace) -> int:
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit: expected a positive number of questions, got {args.limit}")
     opts = load_judge(args.judge_config)
+    policy = args.missing or _missing_key(args.judge_config)
+    check_output_dir(args.save_path, "--save_path", subdirs=("model_judgment", "model_answer", "results", "battles"))
     prompt = ah.read_judge_prompt(_prompt_path(args))
     questions = ah.read_questions(args.bench / "question.jsonl")[:args.limit]
     base_name = args.baseline or prompt.baseline or ah.DEFAULT_BASELINE
     baseline = ah.read_answers(_answer_file(args.bench, base_name))
     models = [ah.read_answers(_answer_file(args.bench, m)) for m in dict.fromkeys(args.model)]
+    questions, left_out = _common_questions(questions, [baseline, *models], policy)
     judge_name = safe_name(opts.model)
     out_dir = args.save_path / "model_judgment" / judge_name
+    if out_dir.is_dir():
+        ah.read_judgment_dir(out_dir)  # a (model, question) judged twice is refused before anything is paid
     done = {}
     for m in models:
         path = out_dir / f"{m.model}.jsonl"
@@ -86,6 +140,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         reqs = [g.request(prompt) for gs in todo.values() for g in gs]
         print(f"Arena-Hard dry run: judge {opts.model}, baseline {baseline.model}, {len(questions)} questions")
+        if left_out:
+            print(_left_out_line(left_out), end="")
         for name, gs in todo.items():
             print(f"  {name}: {len(gs)} judge calls")
         print(f"total: {len(reqs)} judge calls")
@@ -124,6 +180,8 @@ def _run(args: argparse.Namespace) -> int:
 
     lengths = ah.lengths_note(args.save_path)
     print(arena_hard_table(rows, opts.model, baseline.model, lengths), end="")
+    if left_out:
+        print(_left_out_line(left_out), end="")
     print(judge_check_line(args.save_path, signature), end="")
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=cols)
@@ -131,7 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     w.writerows(rows)
     atomic_write_text(args.save_path / "leaderboard.csv", buf.getvalue())
     report = _write_outputs(args, opts, prompt, baseline.model, judge_name, out_dir, rows, lengths, signature,
-                            backend.usage(), failed, run_id, started)
+                            backend.usage(), failed, run_id, started, left_out)
     print(f"written: {out_dir}, {args.save_path / 'leaderboard.csv'}" + (f", {report}" if report else ""))
     if failed:
         print(f"exit 3: the judge failed on {failed} game(s) (left null); run again to judge them", file=sys.stderr)
@@ -141,7 +199,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _write_outputs(args: argparse.Namespace, opts: Any, prompt: Any, baseline: str, judge_name: str, out_dir: Path,
                    rows: list[dict[str, Any]], lengths: str, signature: dict[str, Any], usage: dict[str, Any],
-                   failed: int, run_id: str, started: str) -> Path | None:
+                   failed: int, run_id: str, started: str, left_out: dict[str, list[str]]) -> Path | None:
     """The project's own outputs of the leaderboard just printed (battles, results, summary.csv,
     report.html, manifest) in the save path, beside Arena-Hard's files; returns the report's path when
     it was written."""
@@ -151,10 +209,9 @@ def _write_outputs(args: argparse.Namespace, opts: Any, prompt: Any, baseline: s
     from ..pipeline.savedir import SaveDir
 
     judgments: dict[str, list[dict[str, Any]]] = {}
-    for p in sorted(out_dir.glob("*.jsonl")):
-        for r in ah.read_judgments(p):
-            if r.get("baseline", baseline) == baseline:
-                judgments.setdefault(str(r["model"]).split("/")[-1], []).append(r)
+    for r in ah.read_judgment_dir(out_dir):
+        if r.get("baseline", baseline) == baseline:
+            judgments.setdefault(str(r["model"]).split("/")[-1], []).append(r)
     questions = {q["uid"]: q for q in ah.read_questions(args.bench / "question.jsonl")}
     save = SaveDir(args.save_path, log=lambda s: print(s, file=sys.stderr))
     entries = out.add_run(save, judgments=judgments, table=rows, baseline=baseline,
@@ -164,7 +221,8 @@ def _write_outputs(args: argparse.Namespace, opts: Any, prompt: Any, baseline: s
     errors = [{"family": out.FAMILY, "error": f"the judge failed on {failed} game(s) (left null); run again to "
                                               "judge them"}] if failed else []
     extra = {"arena_hard": {"bench": str(args.bench), "judge_prompt": str(prompt.path), "baseline": baseline,
-                            "judgments": str(out_dir), "seed": args.seed, "limit": args.limit, "leaderboard": rows}}
+                            "judgments": str(out_dir), "seed": args.seed, "limit": args.limit, "leaderboard": rows,
+                            **({"missing": "common", "left_out": left_out} if left_out else {})}}
     manifest = bo.write_run(save, benchmark="arena_hard", family=out.FAMILY, run_id=run_id, started=started,
                             judge_opts=opts, judge=signature, usage=usage, models=entries, errors=errors, extra=extra)
     report = (manifest.get("outputs_files") or {}).get("report")
