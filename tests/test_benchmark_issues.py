@@ -210,3 +210,33 @@ def test_lc_align_help_says_what_was_measured() -> None:
     said = one_line(eval_py("leaderboard", "-h").stdout)
     assert "reproduces its published numbers" not in said
     assert "0.19 pp at the median, 2.19 pp at worst" in said
+
+
+def test_mt_bench_third_turn_is_named_not_dropped_silently(mt_data, fake_openai, tmp_path) -> None:
+    data = tmp_path / "mt_bench"
+    data.mkdir()
+    (data / "reference_answer").symlink_to(MT_BENCH / "reference_answer")
+    lines = (MT_BENCH / "question.jsonl").read_text().splitlines()
+    q = json.loads(lines[0])
+    q["turns"].append("Now say it all again in one sentence.")
+    (data / "question.jsonl").write_text("\n".join([json.dumps(q), *lines[1:]]) + "\n")
+    answers = []
+    for m in MT_MODELS:
+        rows = [json.loads(x) for x in (MT_ANSWERS / f"{m}.jsonl").read_text().splitlines()]
+        for r in rows:
+            if r["question_id"] == q["question_id"]:
+                r["choices"][0]["turns"].append("All again, in one sentence.")
+        answers.append(tmp_path / f"{m}.jsonl")
+        answers[-1].write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    fake_openai.reply_fn = lambda req: Reply(content="Fine.\n\nRating: [[5]]")
+    cfg = judge_config(tmp_path, fake_openai)
+    prompts = MT_BENCH.parent / "judge_prompts.jsonl"
+    note = (f"FastChat's prompts judge turns 1 and 2 only, so their later turns are neither judged nor scored: "
+            f"question {q['question_id']} (3 turns)")
+    dry = mt_run(cfg, tmp_path / "out", "single", "--dry-run", "--judge-prompts", prompts, answers=answers, data=data)
+    assert dry.returncode == 0 and note in one_line(dry.stdout), dry.stderr
+    r = mt_run(cfg, tmp_path / "out", "single", "--judge-prompts", prompts, answers=answers, data=data)
+    assert r.returncode == 0, r.stderr
+    assert note in one_line(r.stdout)
+    summary = json.loads((tmp_path / "out" / "mt_bench_summary.json").read_text())
+    assert summary["unjudged_turns"]["questions"] == {str(q["question_id"]): 3}

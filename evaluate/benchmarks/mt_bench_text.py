@@ -97,6 +97,8 @@ def summary_text(summary: dict[str, Any]) -> str:
             f"({c['judge_calls']} calls); {c['valid']} valid, {c['invalid']} invalid, {c['failed']} failed")
     if c["stale"]:
         foot += f"; {c['stale']} kept judgments were made on different prompts (remove the file to judge again)"
+    if summary.get("unjudged_turns"):
+        foot += ". " + summary["unjudged_turns"]["note"]
     return text + "\n\n" + _wrap(foot)
 
 

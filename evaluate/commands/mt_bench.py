@@ -211,6 +211,10 @@ def _dry_run(inputs: Any, mode: str, baseline: str | None, opts: JudgeOptions, o
         left = todo.calls.get(name, 0)
         print(f"{name:<30}{n:>14}{n - left:>14}{left:>10}")
     print(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{todo.total:>10}")
+    if inputs.unjudged:
+        from ..benchmarks.tables import wrap
+
+        print(wrap(bench.unjudged_note(inputs.unjudged)), end="")
     if judge_check:
         from ..judgecheck.mt_bench import most_calls
 
