@@ -240,3 +240,24 @@ def test_mt_bench_third_turn_is_named_not_dropped_silently(mt_data, fake_openai,
     assert note in one_line(r.stdout)
     summary = json.loads((tmp_path / "out" / "mt_bench_summary.json").read_text())
     assert summary["unjudged_turns"]["questions"] == {str(q["question_id"]): 3}
+
+
+def test_gpt_rating_outside_the_scale_is_invalid_with_its_text(fake_openai, tmp_path) -> None:
+    """The project's own rating path (evaluate/judges/parsing.py) on the 1-5 scale: a 7 is invalid, kept
+    with its raw reply, counted in the invalid share, never averaged (this held before; kept holding)."""
+    en = REPO / "examples" / "en"
+    fake_openai.reply_fn = lambda req: Reply(content="7" if "Classify the animal" in req.user_text else
+                                             "2" if "Label the topic" in req.user_text else "4")
+    cfg = {"save_path": str(tmp_path / "out"), "battle": False, "category": {"classification": {"GPT": ["correctness"]}},
+           "answers": [{"name": "model_a", "path": str(en / "answers_model_a.json")}],
+           "target_file": str(en / "targets.json"), "max_invalid_share": 0.5,
+           "judge": {"backend": "openai", "model": "fake", "base_url": fake_openai.url, "api_key_env": "EVAL_TEST_KEY",
+                     "mode": "generate", "max_retries": 0, "concurrency": 1}}
+    (tmp_path / "c.json").write_text(json.dumps(cfg))
+    r = eval_py("--config", tmp_path / "c.json")
+    assert r.returncode == 0, r.stderr
+    res = json.loads((tmp_path / "out" / "results" / "model_a.json").read_text())
+    agg = res["aggregates"]["overall"]["GPT/correctness"]
+    assert agg["mean"] == 3.0 and agg["invalid"] == 1  # (4 + 2) / 2: the 7 is not averaged
+    bad = [it["invalid"]["GPT/correctness"] for it in res["items"] if "GPT/correctness" in it["invalid"]]
+    assert len(bad) == 1 and bad[0]["raw"] == "7" and "outside 1-5" in bad[0]["reason"]
