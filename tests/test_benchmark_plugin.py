@@ -170,3 +170,20 @@ def test_benchmarks_honour_the_one_judge_cache_rule(toy, fake_openai, tmp_path, 
     assert cli(["toy", "--items", str(tmp_path / "items.json"), "--model", "m", "--judge-config", str(cfg),
                 "--save_path", str(tmp_path / "out3")]) == 0
     assert (tmp_path / "cachedir" / "judge_cache.sqlite").is_file()
+
+
+def test_docs_list_every_flag_of_the_benchmark_commands() -> None:
+    """docs/benchmarks.md names every flag the three commands accept (checked against their parsers)."""
+    from evaluate.commands.common import Parser
+    from evaluate.commands.leaderboard import _parser as leaderboard_parser
+    from evaluate.commands.mt_bench import _parser as mt_bench_parser
+    from evaluate.pipeline.benchmark import benchmarks
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text(encoding="utf-8")
+    parsers = [mt_bench_parser(), leaderboard_parser()]
+    for name in ("arena-hard", "alpaca-eval"):
+        p = Parser(prog=name)
+        benchmarks().get(name)().add_arguments(p)
+        parsers.append(p)
+    flags = {o for p in parsers for a in p._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+    assert flags and not [f for f in sorted(flags) if f"`{f}" not in doc and f"{f} " not in doc]
