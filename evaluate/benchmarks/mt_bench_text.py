@@ -1,4 +1,6 @@
-"""MT-bench's tables as text, 80 columns wide: show_result.py's numbers first, the intervals after."""
+"""MT-bench's tables as text, 80 columns wide: one number per quantity (show_result.py's counting, the
+interval beside it), each labelled with how it was counted; where the project's number differs from
+what show_result.py would print (a rating outside the scale), both are shown and the line says why."""
 
 from __future__ import annotations
 
