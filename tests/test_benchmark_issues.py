@@ -248,7 +248,8 @@ def test_gpt_rating_outside_the_scale_is_invalid_with_its_text(fake_openai, tmp_
     en = REPO / "examples" / "en"
     fake_openai.reply_fn = lambda req: Reply(content="7" if "Classify the animal" in req.user_text else
                                              "2" if "Label the topic" in req.user_text else "4")
-    cfg = {"save_path": str(tmp_path / "out"), "battle": False, "category": {"classification": {"GPT": ["correctness"]}},
+    cfg = {"save_path": str(tmp_path / "out"), "battle": False,
+           "category": {"classification": {"GPT": ["correctness"]}},
            "answers": [{"name": "model_a", "path": str(en / "answers_model_a.json")}],
            "target_file": str(en / "targets.json"), "max_invalid_share": 0.5,
            "judge": {"backend": "openai", "model": "fake", "base_url": fake_openai.url, "api_key_env": "EVAL_TEST_KEY",

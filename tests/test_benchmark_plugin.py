@@ -155,7 +155,8 @@ def test_benchmarks_honour_the_one_judge_cache_rule(toy, fake_openai, tmp_path, 
     monkeypatch.setenv("EVAL_TOY_KEY", "sk-toy")
     (tmp_path / "items.json").write_text(json.dumps([{"id": 1, "question": "q1", "model": "a", "baseline": "b"}]))
     fake_openai.reply_fn = lambda req: Reply(content="[[A]]")
-    base = f"judge:\n  backend: openai\n  model: toy-judge\n  base_url: {fake_openai.url}\n  api_key_env: EVAL_TOY_KEY\n"
+    base = (f"judge:\n  backend: openai\n  model: toy-judge\n  base_url: {fake_openai.url}\n"
+            "  api_key_env: EVAL_TOY_KEY\n")
     cfg = tmp_path / "judge.yaml"
     shared = tmp_path / "shared"
     shared.mkdir()

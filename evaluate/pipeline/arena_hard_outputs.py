@@ -260,8 +260,8 @@ class ArenaHard(Benchmark):
         if inputs.left_out:
             text += _left_out_line(inputs.left_out)
         failed = f"the judge failed on {judged} game(s) (left null); run again to judge them" if judged else ""
-        return Scored(text, cols, rows, errors=[failed] if failed else [], exit_line=f"exit 3: {failed}" if failed else "",
-                      detail={"lengths": lengths})
+        return Scored(text, cols, rows, errors=[failed] if failed else [],
+                      exit_line=f"exit 3: {failed}" if failed else "", detail={"lengths": lengths})
 
     def save(self, save: SaveDir, inputs: _Inputs, judged: int, scored: Scored, judge: dict[str, Any]) -> Saved:
         from ..benchmarks import arena_hard as ah
