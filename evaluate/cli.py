@@ -35,8 +35,17 @@ def _help() -> str:
              "usage: eval.py --config FILE [...]        the main job (eval.py run -h for its flags)",
              "       eval.py COMMAND [...]              one of:", ""]
     lines += [f"  {name:<{width}}  {text}" for name, (module, text) in COMMANDS.items() if _available(module)]
+    lines += [f"  {name:<{width}}  {text}" for name, text in _more_benchmarks().items()]
     lines += ["", "eval.py COMMAND -h says more about each.", EXIT_CODES]
     return "\n".join(lines)
+
+
+def _more_benchmarks() -> dict[str, str]:
+    """Benchmarks registered beyond the built-in commands (evaluate.pipeline.benchmark): name -> line."""
+    from .pipeline.benchmark import benchmarks
+
+    reg = benchmarks()
+    return {n: reg.get(n).summary for n in reg.names() if n not in COMMANDS}
 
 
 def _available(module: str) -> bool:
@@ -51,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--version"]:
         print(f"eval.py {__version__}")
         return EXIT_OK
+    if argv[0] not in COMMANDS and not argv[0].startswith("-") and argv[0] in _more_benchmarks():
+        from .commands.common import drive_benchmark
+
+        return guarded(lambda rest: drive_benchmark(argv[0], rest), argv[1:])
     name = argv[0] if argv[0] in COMMANDS else "run"
     rest = argv[1:] if argv[0] in COMMANDS else argv
     module = importlib.import_module(COMMANDS[name][0])

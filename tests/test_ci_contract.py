@@ -359,7 +359,7 @@ def test_merge_names_what_differs():
 def test_judge_cache_location(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
-    from evaluate.families.base import judge_cache_path
+    from evaluate.backends.cache_path import judge_cache_path
 
     def cfg(cache):
         return SimpleNamespace(judge=SimpleNamespace(cache=cache), save_path=tmp_path / "save",

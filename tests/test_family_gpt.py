@@ -147,7 +147,7 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
 
     from evaluate.pipeline.charts import write_battle_charts
     from evaluate.core.io import atomic_write_json
-    from evaluate.families.gpt import by_category
+    from evaluate.judges.battle_summary import by_category
     from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
 
     def item(i, weighted):

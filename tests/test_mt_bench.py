@@ -240,11 +240,15 @@ def test_single_mode_prompts_scores_and_tables(data, fake_openai, tmp_path, caps
         mine = {d["model"]: d["score"] for d in summary["fastchat"]["single"][label]}
         again = {d["model"]: d["score"] for d in files.single_table(r for _, r in files.read_rows(path, "single"))[label]}
         assert mine == pytest.approx(table[label]) and again == pytest.approx(table[label])
-    # the run's own stats: per-turn n and means leave the invalid ones out, intervals hold the mean
+    # the run's own stats: per-turn n and means leave the invalid ones out (a rating outside 1-10 too,
+    # which FastChat's file keeps as it reads it), intervals hold the mean
+    out_of_scale = [r for r in rows if r["score"] != -1 and not 1 <= r["score"] <= 10]
+    assert out_of_scale  # the judge's [[0.5]]
+    invalid = [*invalid, *out_of_scale]
     for m in MODELS:
         e = summary["stats"]["models"][m]
         for turn in (1, 2):
-            valid = [r["score"] for r in rows if r["model"] == m and r["turn"] == turn and r["score"] != -1]
+            valid = [r["score"] for r in rows if r["model"] == m and r["turn"] == turn and 1 <= r["score"] <= 10]
             assert e[f"turn_{turn}"]["n"] == len(valid)
             assert e[f"turn_{turn}"]["mean"] == pytest.approx(sum(valid) / len(valid))
             lo, hi = e[f"turn_{turn}"]["ci"]

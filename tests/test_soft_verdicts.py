@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from evaluate.families.gpt import battle_ranking
+from evaluate.judges.battle_summary import battle_ranking
 from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
 from evaluate.stats.battle import battle_analysis, length_controlled_win_rate
 

@@ -35,6 +35,16 @@ class Game:
                                  max_tokens=prompt.max_tokens, temperature=prompt.temperature)
 
 
+def missing_answers(questions: Sequence[dict[str, Any]], answers: Sequence[Answers]) -> dict[str, list[str]]:
+    """Per answer file (model name), the ids of `questions` it holds no answer for."""
+    out = {}
+    for a in answers:
+        gone = [q["uid"] for q in questions if q["uid"] not in a.text]
+        if gone:
+            out[a.model] = gone
+    return out
+
+
 def plan(questions: Sequence[dict[str, Any]], answers: Answers, baseline: Answers, prompt: JudgePrompt,
          done: dict[str, dict[str, Any]] | None = None) -> list[Game]:
     """The games still to judge: those absent from `done` (uid -> record) or without a verdict."""
@@ -87,7 +97,7 @@ def _judge_dir(bench_dir: Path, judge: str | None) -> Path:
     if not found:
         raise InputError(f"{root}: expected one folder of judgments per judge, found none")
     if len(found) > 1:
-        raise InputError(f"{root}: several judges ({', '.join(p.name for p in found)}); name one")
+        raise InputError(f"{root}: several judges ({', '.join(p.name for p in found)}); name one with --judge")
     return found[0]
 
 
@@ -109,11 +119,28 @@ def _baseline(jdir: Path, records: Sequence[dict[str, Any]], baseline: str | Non
     return found[0]
 
 
+def read_judgment_dir(jdir: Path) -> list[dict[str, Any]]:
+    """Every judgment record of a judge's folder; a (model, baseline, question) judged twice (a copied
+    .jsonl, a line repeated) is refused with both places named, since its games would count twice."""
+    seen: dict[tuple[str, str, str], str] = {}
+    out = []
+    for p in sorted(Path(jdir).glob("*.jsonl")):
+        for n, r in enumerate(read_judgments(p), 1):
+            key = (str(r["model"]).split("/")[-1], str(r.get("baseline")), r["uid"])
+            where = f"{p}, record {n}"
+            if key in seen:
+                raise InputError(f"{jdir}: question {key[2]} of model {key[0]!r} against {key[1]!r} is judged twice "
+                                 f"({seen[key]} and {where}); its games would count twice: remove one of them")
+            seen[key] = where
+            out.append(r)
+    return out
+
+
 def baseline_of(bench_dir: Path, judge: str | None, baseline: str | None = None) -> str:
     """The baseline leaderboard_table scores against: `baseline` when the judgments hold games against
     it, else the one baseline their `baseline` field names; InputError otherwise."""
     jdir = _judge_dir(Path(bench_dir), judge)
-    return _baseline(jdir, [r for p in sorted(jdir.glob("*.jsonl")) for r in read_judgments(p)], baseline)
+    return _baseline(jdir, read_judgment_dir(jdir), baseline)
 
 
 COLUMNS = ["model", "score", "lower", "upper", "sc_score", "sc_lower", "sc_upper", "avg_tokens",
@@ -125,20 +152,25 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
     """Arena-Hard's leaderboard of the judgments under bench_dir/model_judgment/<judge>/: raw score
     (win rate against the baseline, %) and style-controlled score (length and markdown controlled),
     each with its 90% bootstrap interval; avg_tokens is the mean answer length (tokens, see
-    arena_hard_scores.token_len); n_invalid counts questions left out for a missing verdict."""
+    arena_hard_scores.token_len) over the questions judged for that model (the baseline: over every
+    question judged), so that --limit limits it too; n_invalid counts questions left out for a missing
+    verdict."""
     bench_dir = Path(bench_dir)
     jdir = _judge_dir(bench_dir, judge)
-    records = [r for p in sorted(jdir.glob("*.jsonl")) for r in read_judgments(p)]
+    records = read_judgment_dir(jdir)
     base = _baseline(jdir, records, baseline)
     answers = read_answer_dir(bench_dir / "model_answer") if (bench_dir / "model_answer").is_dir() else {}
     battles: dict[str, list[float]] = {}
     invalid: dict[str, int] = {}
     questions: dict[str, set[str]] = {}
+    judged: dict[str, set[str]] = {base: set()}
     rows_model, rows_out, rows_uid = [], [], []
     for r in records:
         if r.get("baseline", base) != base:
             continue
         model = r["model"].split("/")[-1]
+        judged.setdefault(model, set()).add(r["uid"])
+        judged[base].add(r["uid"])
         outs = battle_outcomes(r, SHOW_RESULT_WEIGHTS)
         battles.setdefault(model, [])
         if outs is None:
@@ -165,7 +197,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
     for m in sorted(set(battles) | {base}):
         r_ = raw.get(m) if m != base else None
         s_ = sc.get(m)
-        toks = [d["token_len"] for d in meta.get(m, {}).values()]
+        toks = [d["token_len"] for u, d in meta.get(m, {}).items() if u in judged.get(m, ())]
         rows.append({"model": m,
                      "score": 50.0 if m == base else (r_.score if r_ else None),
                      "lower": 50.0 if m == base else (r_.lower if r_ else None),

@@ -25,8 +25,8 @@ from .mt_bench_data import (Conversation, JudgePrompt, Question, QuestionId, che
                             model_name, read_answers, read_judge_prompts, read_questions, read_references,
                             require_prompt)
 from .mt_bench_judge import (PROMPT_NAMES, PairJudgment, PairMatch, SingleJudgment, SingleMatch, judge_pairs,
-                             judge_single, pair_matches, pair_user_prompt, single_matches, single_user_prompt,
-                             template_fields_for)
+                             judge_single, pair_matches, pair_user_prompt, prompt_scale, single_matches,
+                             single_user_prompt, template_fields_for)
 from .mt_bench_stats import pair_stats, single_stats
 
 MODES = ("single", "pairwise-baseline", "pairwise-all")
@@ -49,6 +49,21 @@ class Inputs:
     @property
     def models(self) -> list[str]:
         return list(self.answers)
+
+    @property
+    def unjudged(self) -> dict[QuestionId, int]:
+        """Questions with more user turns than FastChat's prompts judge (turns 1 and 2): id -> turns."""
+        return {q.question_id: len(q.turns) for q in self.questions if len(q.turns) > 2}
+
+
+def unjudged_note(unjudged: dict[QuestionId, int]) -> str:
+    """The line that says which turns no prompt judges ("" when every turn is judged)."""
+    if not unjudged:
+        return ""
+    ids = ", ".join(f"{q} ({n} turns)" for q, n in list(unjudged.items())[:10])
+    more = f" and {len(unjudged) - 10} more" if len(unjudged) > 10 else ""
+    return (f"not judged: {len(unjudged)} question(s) have more than two user turns and FastChat's prompts judge "
+            f"turns 1 and 2 only, so their later turns are neither judged nor scored: question {ids}{more}")
 
 
 def _kind(mode: str) -> str:
@@ -157,7 +172,8 @@ def resume(matches: Sequence[Match], rows: Sequence[tuple[int, dict[str, Any]]],
             if row is None:
                 out.todo.append(i)
                 continue
-            out.done[i] = files.single_from_row(row, m.question.category, m.prompt.system_prompt)
+            out.done[i] = files.single_from_row(row, m.question.category, m.prompt.system_prompt,
+                                               prompt_scale(m.prompt))
             out.stale += int(row.get("user_prompt") != single_user_prompt(m))
         else:
             row = pair_index.get(files.pair_key(judge_model, m.prompt.name, qid, m.model_1, m.model_2, m.turn))
@@ -247,5 +263,8 @@ def run_mt_bench(inputs: Inputs, mode: str, backend: Backend, out_dir: Path, *, 
         summary["fastchat"] = {"pairwise": files.pairwise_table(rows, baseline)}
         summary["stats"] = pair_stats([r for r in records if isinstance(r, PairJudgment)], models, baseline)
     summary["invalid"] = [_invalid_entry(r) for r in records if not r.valid]
+    if inputs.unjudged:
+        summary["unjudged_turns"] = {"note": unjudged_note(inputs.unjudged),
+                                     "questions": {str(q): n for q, n in inputs.unjudged.items()}}
     atomic_write_json(Path(out_dir) / "mt_bench_summary.json", summary)
     return RunResult(records, summary, path, matches)

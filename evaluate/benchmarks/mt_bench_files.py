@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 from ..core.errors import InputError
 from ..core.io import read_jsonl
 from ..core.options import short
-from .mt_bench_judge import Game, PairJudgment, SingleJudgment
+from .mt_bench_judge import SCALE, Game, PairJudgment, SingleJudgment, outside
 
 INVALID_SCORE = -1
 ERROR = "error"
@@ -35,7 +35,15 @@ ERROR = "error"
 def single_row(j: SingleJudgment, judge: str) -> dict[str, Any]:
     return {"question_id": j.question_id, "model": j.model, "judge": [judge, j.prompt_name],
             "user_prompt": j.game.user_prompt, "judgment": j.game.judgment,
-            "score": j.score if j.score is not None else INVALID_SCORE, "turn": j.turn, "tstamp": time.time()}
+            "score": _file_score(j), "turn": j.turn, "tstamp": time.time()}
+
+
+def _file_score(j: SingleJudgment) -> float:
+    """What FastChat's gen_judgment.py writes: its own reading (an out-of-scale rating included), -1 for none."""
+    for value in (j.score, j.fastchat_score):
+        if value is not None:
+            return value
+    return INVALID_SCORE
 
 
 def pair_row(j: PairJudgment, judge: str) -> dict[str, Any]:
@@ -110,13 +118,18 @@ def index_pairs(rows: Sequence[tuple[int, dict[str, Any]]]) -> dict[tuple, dict[
     return out
 
 
-def single_from_row(row: dict[str, Any], category: str, system_prompt: str) -> SingleJudgment:
+def single_from_row(row: dict[str, Any], category: str, system_prompt: str,
+                    scale: tuple[float, float] = SCALE) -> SingleJudgment:
     score = row["score"]
     game = Game(system_prompt, row.get("user_prompt", ""), judgment=row["judgment"] or "")
+    read = None
     if score == INVALID_SCORE:
         game.reason = "score -1 in the judgment file (FastChat's unreadable reply)"
+        score = None
+    elif outside(score, scale):
+        game.reason, read, score = outside(score, scale), score, None
     return SingleJudgment(row["question_id"], category, row["model"], int(row.get("turn", 1)), row["judge"][1], game,
-                          None if score == INVALID_SCORE else score, reused=True)
+                          score, reused=True, fastchat_score=read)
 
 
 def pair_from_row(row: dict[str, Any], category: str, system_prompt: str) -> PairJudgment:

@@ -10,7 +10,10 @@ messages the judge receives, and how its reply is read.
   which folds a pair prompt's system prompt into the user turn, is not reproduced.
 - Replies: `[[rating]]` through FastChat's two regexes (`[[7]]`, else `[7]`), the first match, read
   with `ast.literal_eval`; `[[A]]` by substring, in FastChat's order A, B, C. An unreadable reply is
-  *invalid* here (score None, with its raw text); FastChat's files get -1 / "error" for it.
+  *invalid* here (score None, with its raw text); FastChat's files get -1 / "error" for it. A rating
+  outside the scale its prompt states ("on a scale of 1 to 10") is invalid here too, though FastChat
+  reads it and averages it: the judgment file keeps FastChat's reading (`fastchat_score`), so its
+  show_result.py still reads the file as it always did, and the tables say where the two differ.
 - Pairs are judged in both orders; FastChat's show_result.py counts a pair whose two games
   disagree, or whose first game is a tie, as a tie, and drops a pair where either game is an error.
 
@@ -170,13 +173,39 @@ def _number(text: str) -> float | None:
     return value if isinstance(value, (int, float)) else None
 
 
-def parse_rating(text: str) -> tuple[float | None, str]:
-    """(score, "") or (None, why)."""
+SCALE = (1, 10)  # FastChat's rating prompts: "rate the response on a scale of 1 to 10"
+_SCALE_TEXT = re.compile(r"on a scale of (\d+) to (\d+)")
+
+
+def prompt_scale(prompt: JudgePrompt) -> tuple[float, float]:
+    """The rating scale the prompt states to the judge (FastChat's: 1 to 10)."""
+    m = _SCALE_TEXT.search(prompt.system_prompt + "\n" + prompt.prompt_template)
+    return (float(m.group(1)), float(m.group(2))) if m else SCALE
+
+
+def fastchat_rating(text: str) -> tuple[float | None, str]:
+    """What FastChat's run_judge_single reads from the reply: (score, "") or (None, why)."""
     match = ONE_SCORE.search(text) or ONE_SCORE_BACKUP.search(text)
     if not match:
         return None, "no [[rating]] in the reply"
     value = _number(match.group(1))
     return (value, "") if value is not None else (None, f"unreadable rating {match.group(1)!r}")
+
+
+def outside(value: float, scale: tuple[float, float]) -> str:
+    """Why `value` is not a rating on `scale` ("" when it is one)."""
+    lo, hi = scale
+    return "" if lo <= value <= hi else (f"rating {value:g} is outside the prompt's scale {lo:g}-{hi:g} "
+                                         f"(FastChat's parser reads it as {value:g} and averages it)")
+
+
+def parse_rating(text: str, scale: tuple[float, float] = SCALE) -> tuple[float | None, str]:
+    """(score, "") or (None, why): FastChat's reading, and a rating outside `scale` is invalid."""
+    value, why = fastchat_rating(text)
+    if value is None:
+        return None, why
+    why = outside(value, scale)
+    return (None, why) if why else (value, "")
 
 
 def parse_verdict(text: str, output_format: str) -> tuple[str | None, str]:
@@ -221,6 +250,7 @@ class SingleJudgment:
     game: Game
     score: float | None = None  # None: invalid (or failed)
     reused: bool = False  # read back from an existing judgment file, not judged in this run
+    fastchat_score: float | None = None  # what FastChat reads when it differs from `score` (out of scale)
 
     @property
     def valid(self) -> bool:
@@ -288,11 +318,12 @@ def judge_single(backend: Backend, matches: Sequence[SingleMatch]) -> list[Singl
     out = []
     for m, user, comp in zip(matches, users, comps):
         game = _game(m.prompt, user, comp)
-        score = None
+        score = read = None
         if not game.failed:
-            score, game.reason = parse_rating(game.judgment)
+            read, game.reason = fastchat_rating(game.judgment)
+            score, game.reason = parse_rating(game.judgment, prompt_scale(m.prompt))
         out.append(SingleJudgment(m.question.question_id, m.question.category, m.model, m.turn, m.prompt.name,
-                                  game, score))
+                                  game, score, fastchat_score=read if score is None else None))
     return out
 
 

@@ -14,7 +14,10 @@ interval (ties count half, which makes it slightly conservative), overall, per t
 category; each judged (question, turn) is one item. Inconsistent pairs (the two orders disagree,
 counted as ties by FastChat) are counted apart: they measure the judge's position bias.
 
-Invalid and failed judgments are never averaged: they are counted, and left out.
+Invalid and failed judgments are never averaged: they are counted, and left out. `average` is every
+valid rating of both turns pooled, as show_result.py counts it (no interval: a question's two turns
+are not independent); a rating outside the prompt's scale is invalid here, and `fastchat_average`
+says what show_result.py, which averages it, would print.
 """
 
 from __future__ import annotations
@@ -51,6 +54,12 @@ def single_stats(records: Sequence[SingleJudgment], models: Sequence[str]) -> di
         for turn in (1, 2):
             entry[f"turn_{turn}"] = _mean_ci([float(r.score) for r in mine if r.turn == turn and r.valid])  # type: ignore[arg-type]
         entry["overall"] = _mean_ci(list(_question_means(mine).values()))
+        valid = [float(r.score) for r in mine if r.valid]  # type: ignore[arg-type]
+        entry["average"] = {"mean": sum(valid) / len(valid) if valid else None, "ci": None, "n": len(valid)}
+        scale = [r.fastchat_score for r in mine if r.fastchat_score is not None]
+        entry["out_of_scale"] = len(scale)
+        if scale:  # what show_result.py averages: the out-of-scale ratings too
+            entry["fastchat_average"] = (sum(valid) + sum(scale)) / (len(valid) + len(scale))
         entry["categories"] = {cat: _mean_ci(list(_question_means(r for r in mine if r.category == cat).values()))
                                for cat in dict.fromkeys(r.category for r in mine)}
         per_model[model] = entry

@@ -1,4 +1,6 @@
-"""MT-bench's tables as text, 80 columns wide: show_result.py's numbers first, the intervals after."""
+"""MT-bench's tables as text, 80 columns wide: one number per quantity (show_result.py's counting, the
+interval beside it), each labelled with how it was counted; where the project's number differs from
+what show_result.py would print (a rating outside the scale), both are shown and the line says why."""
 
 from __future__ import annotations
 
@@ -32,26 +34,27 @@ def _ci(cell: dict[str, Any], digits: int = 2) -> str:
 
 
 def single_text(summary: dict[str, Any]) -> str:
-    table = summary["fastchat"]["single"]
+    """One table, one number per quantity, each labelled with how it was counted."""
     judge = summary["judge"]["name"]
-    lines = [f"MT-bench single-answer grading, judge {judge}",
-             f"show_result.py over {_short_path(summary)} (score -1 left out):",
-             f"{'model':<40}{'turn 1':>9}{'turn 2':>9}{'average':>9}{'n':>7}"]
-    t1 = {r["model"]: r for r in table["turn_1"]}
-    t2 = {r["model"]: r for r in table["turn_2"]}
-    for row in table["average"]:
-        m = row["model"]
-        lines.append(f"{_name(m, 39):<40}{_num(t1.get(m, {}).get('score')):>9}{_num(t2.get(m, {}).get('score')):>9}"
-                     f"{_num(row['score']):>9}{row['n']:>7}")
     stats = summary["stats"]
     level = int(stats["level"] * 100)
-    lines += ["", f"This run: mean [{level}% bootstrap interval over questions], (n=N) below 10:",
-              f"{'model':<23}{'turn 1':>19}{'turn 2':>19}{'overall':>19}"]
+    lines = [f"MT-bench single-answer grading, judge {judge} ({_short_path(summary)})",
+             f"{'model':<22}{'turn 1':>19}{'turn 2':>19}{'average':>10}{'n':>6}"]
     for m, e in stats["models"].items():
-        lines.append(f"{_name(m, 22):<23}{_ci(e['turn_1']):>19}{_ci(e['turn_2']):>19}{_ci(e['overall']):>19}")
+        avg = e.get("average", {})
+        lines.append(f"{_name(m, 21):<22}{_ci(e['turn_1']):>19}{_ci(e['turn_2']):>19}{_num(avg.get('mean')):>10}"
+                     f"{avg.get('n', 0):>6}")
         bad = [f"{e[k]} {k}" for k in ("invalid", "failed") if e[k]]
         if bad:
-            lines.append(f"{'':<23}left out: {', '.join(bad)}")
+            lines.append(f"{'':<2}left out: {', '.join(bad)}")
+        if e.get("out_of_scale"):
+            lines.append(f"{'':<2}{e['out_of_scale']} of them outside the prompt's 1-10 scale; show_result.py "
+                         f"averages {'it' if e['out_of_scale'] == 1 else 'them'}: {_num(e['fastchat_average'])}")
+    lines += _wrap_lines(f"turn k: the mean of turn k's valid ratings [{level}% bootstrap interval over questions; "
+                         "(n=N) below 10]. average: every valid rating of both turns pooled, as show_result.py "
+                         "counts it. By category below: the mean over questions of each question's mean turn "
+                         "score, a question counted only when all its turns are valid (MT-bench/score in "
+                         "results/, the report and the closing lines).")
     models = list(stats["models"])
     for start in range(0, len(models), 3):
         chunk = models[start:start + 3]
@@ -64,24 +67,28 @@ def single_text(summary: dict[str, Any]) -> str:
 
 
 def pairwise_text(summary: dict[str, Any]) -> str:
-    table = summary["fastchat"]["pairwise"]
+    """show_result.py's counts and rates with the interval beside the adjusted win rate: one number
+    per quantity, each counted per judged (question, turn) as show_result.py counts."""
+    table = {r["model"]: r for r in summary["fastchat"]["pairwise"]}
     base = summary.get("baseline")
-    lines = [f"MT-bench pairwise {'against ' + base if base else 'between all pairs'}, judge {summary['judge']['name']}",
-             f"show_result.py over {_short_path(summary)}", "(pairs with an \"error\" game left out):",
-             f"{'model':<33}{'win':>6}{'loss':>6}{'tie':>6}{'win rate':>10}{'loss rate':>10}{'adjusted':>9}"]
-    for r in table:
-        lines.append(f"{_name(r['model'], 32):<33}{r['win']:>6}{r['loss']:>6}{r['tie']:>6}{r['win_rate']:>10.4f}"
-                     f"{r['loss_rate']:>10.4f}{r['win_rate_adjusted']:>9.4f}")
     stats = summary["stats"]
     level = int(stats["level"] * 100)
-    lines += ["", f"This run: adjusted win rate [{level}% Wilson interval, ties count half]:",
-              f"{'model':<24}{'overall':>19}{'turn 1':>19}{'turn 2':>18}"]
+    lines = [f"MT-bench pairwise {'against ' + base if base else 'between all pairs'}, judge {summary['judge']['name']}",
+             f"({_short_path(summary)}):",
+             f"{'model':<22}{'win':>5}{'loss':>5}{'tie':>5}{'win rate':>9}{'loss rate':>10}{'adjusted':>24}"]
     for m, e in stats["models"].items():
-        lines.append(f"{_name(m, 23):<24}{_ci(e):>19}{_ci(e['turn_1']):>19}{_ci(e['turn_2']):>18}")
-        lines.append(f"{'':<24}inconsistent orders (ties): {e['inconsistent']}, invalid: {e['invalid']}")
+        r = table.get(m)
+        rates = f"{r['win_rate']:>9.4f}{r['loss_rate']:>10.4f}" if r else f"{'-':>9}{'-':>10}"
+        lines.append(f"{_name(m, 21):<22}{e['win']:>5}{e['loss']:>5}{e['tie']:>5}{rates}{_ci(e, 4):>24}")
+        lines.append(f"{'':<2}turn 1 {_ci(e['turn_1'], 4)}, turn 2 {_ci(e['turn_2'], 4)}")
+        lines.append(f"{'':<2}inconsistent orders (ties): {e['inconsistent']}, invalid: {e['invalid']}")
     for p in stats["pairs"]:
         lines.append(f"{_name(p['model_a'], 37)} vs {_name(p['model_b'], 37)}")
-        lines.append(f"{'':<4}win-loss-tie {p['win']}-{p['loss']}-{p['tie']} (first model), adjusted {_ci(p)}")
+        lines.append(f"{'':<4}win-loss-tie {p['win']}-{p['loss']}-{p['tie']} (first model), adjusted {_ci(p, 4)}")
+    lines += _wrap_lines(f"Counted per judged (question, turn), as show_result.py counts; a pair with an \"error\" "
+                         f"game left out. adjusted: (win + tie/2) / n [{level}% Wilson interval]. The battles/ files, "
+                         "the report and the closing lines count per question instead (its turns judged together), "
+                         "so their win rate may differ.")
     return "\n".join(lines)
 
 
@@ -92,10 +99,16 @@ def summary_text(summary: dict[str, Any]) -> str:
             f"({c['judge_calls']} calls); {c['valid']} valid, {c['invalid']} invalid, {c['failed']} failed")
     if c["stale"]:
         foot += f"; {c['stale']} kept judgments were made on different prompts (remove the file to judge again)"
+    if summary.get("unjudged_turns"):
+        foot += ". " + summary["unjudged_turns"]["note"]
     return text + "\n\n" + _wrap(foot)
 
 
 def _wrap(text: str) -> str:
+    return "\n".join(_wrap_lines(text))
+
+
+def _wrap_lines(text: str) -> list[str]:
     import textwrap
 
-    return "\n".join(textwrap.wrap(text, WIDTH))
+    return textwrap.wrap(text, WIDTH)

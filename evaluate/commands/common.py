@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..backends.base import CHARS_PER_TOKEN, JudgeRequest, cost_usd, estimate_tokens
+from ..backends.cache_path import cache_file, relative_to
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import read_structured
@@ -102,3 +103,79 @@ def load_judge(path: Path) -> JudgeOptions:
     if problems:
         raise InputError("; ".join(problems))
     return opts
+
+
+def judge_cache(opts: JudgeOptions, save_path: Path, config: Path | None) -> Path | None:
+    """A benchmark's judge cache by the run's one rule (evaluate.backends.cache_path): `judge.cache`
+    relative to the file that holds the judge: block, else EVAL_JUDGE_CACHE, else OUT/judge_cache.sqlite."""
+    return cache_file(opts.cache, save_path, relative_to(config))
+
+
+def drive_benchmark(name: str, argv: list[str]) -> int:
+    """`eval.py NAME ...` for any registered benchmark (evaluate.pipeline.benchmark): its flags, its files
+    read and checked, the dry run or the judge, its table, the judge check of this judge, its files and
+    the project's outputs (results, battles, summary.csv, report.html, manifest), the exit code."""
+    from ..pipeline.benchmark import benchmarks
+
+    bench = benchmarks().get(name)()
+    p = Parser(prog=f"eval.py {bench.name}", description=bench.description or bench.summary)
+    bench.add_arguments(p)
+    if bench.generates:
+        from ..generation.benchmark_flag import add_generate_argument
+
+        add_generate_argument(p)
+    return parse_and_run(p, argv, lambda args: _run_benchmark(bench, args))
+
+
+def _run_benchmark(bench, args: argparse.Namespace) -> int:
+    from ..core.clock import utc_now
+    from ..pipeline.benchmark import ScoringFailed
+
+    bench.check(args)
+    opts = load_judge(args.judge_config)
+    if bench.generates:
+        from ..generation.benchmark_flag import generate_for_benchmark
+
+        questions, answers_dir = bench.generation(args)
+        if (code := generate_for_benchmark(args, bench.generates, questions, answers_dir)):
+            return code
+    inputs = bench.read(args, opts)
+    requests = bench.requests(inputs)
+    if args.dry_run:
+        print(bench.dry_run_text(inputs, requests, opts), end="")
+        if opts.price:
+            print(cost_line([r for rs in requests.values() for r in rs], opts.price))
+        return EXIT_OK
+    from ..backends.pool import MeteredBackend, open_backend
+    from ..benchmarks.tables import judge_check_line
+    from ..pipeline import benchmark_outputs as bo
+    from ..pipeline.savedir import SaveDir
+
+    args.save_path.mkdir(parents=True, exist_ok=True)
+    run_id, started = bo.new_run_id(), utc_now()
+    inner = open_backend(opts, judge_cache(opts, args.save_path, args.judge_config))
+    backend = MeteredBackend(inner, opts.price)  # what this run asked of the judge, for the manifest
+    try:
+        judged = bench.judge(inputs, backend)
+        signature = backend.signature()
+    finally:
+        inner.close()
+    try:
+        scored = bench.scores(inputs, judged)
+    except ScoringFailed as exc:
+        print(f"exit 3: {exc}", file=sys.stderr)
+        return EXIT_RUN_ERRORS
+    print(scored.text, end="")
+    print(judge_check_line(args.save_path, signature), end="")
+    save = SaveDir(args.save_path, log=lambda s: print(s, file=sys.stderr))
+    saved = bench.save(save, inputs, judged, scored, signature)
+    manifest = bo.write_run(save, benchmark=bench.key, family=bench.family, run_id=run_id, started=started,
+                            judge_opts=opts, judge=signature, usage=backend.usage(), models=saved.models,
+                            errors=[{"family": bench.family, "error": e} for e in scored.errors],
+                            extra={bench.key: saved.extra} if saved.extra else None)
+    report = (manifest.get("outputs_files") or {}).get("report")
+    print(bench.closing(saved, Path(report) if report else None), end="")
+    if scored.exit_line:
+        print(scored.exit_line, file=sys.stderr)
+        return EXIT_RUN_ERRORS
+    return EXIT_OK

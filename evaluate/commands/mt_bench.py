@@ -27,7 +27,7 @@ from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
 from ..core.lock import SaveLock
 from ..generation.benchmark_flag import add_generate_argument, generate_for_benchmark
-from .common import EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, load_judge
+from .common import EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, judge_cache, load_judge
 
 EXIT_JUDGE = EXIT_RUN_ERRORS
 
@@ -122,8 +122,7 @@ def _run(args: argparse.Namespace) -> int:
     if opts.backend == "local" and opts.max_tokens < 2048:
         print(f"note: judge.max_tokens {opts.max_tokens} caps the local judge's replies (FastChat asks for 2048)",
               file=sys.stderr)
-    cache = (args.save_path / "judge_cache.sqlite" if opts.cache is True else
-             Path(opts.cache) if isinstance(opts.cache, str) else None)
+    cache = judge_cache(opts, args.save_path, args.judge_config or args.config)
     ensure_dir(args.save_path, "--save_path")
     lock = SaveLock.acquire(args.save_path, "mt-bench")  # FastChat's files are appended: one run at a time
     try:
@@ -217,6 +216,10 @@ def _dry_run(inputs: Any, mode: str, baseline: str | None, opts: JudgeOptions, o
         left = todo.calls.get(name, 0)
         print(f"{name:<30}{n:>14}{n - left:>14}{left:>10}")
     print(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{todo.total:>10}")
+    if inputs.unjudged:
+        from ..benchmarks.tables import wrap
+
+        print(wrap(bench.unjudged_note(inputs.unjudged)), end="")
     if judge_check:
         from ..judgecheck.mt_bench import most_calls
 

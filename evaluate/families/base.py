@@ -44,11 +44,11 @@ may then start with the first units instead of after the last).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
+from ..backends.cache_path import judge_cache_path
 from ..core.records import Record
 from ..core.registry import Registry
 from ..core.scores import ItemScores
@@ -97,30 +97,6 @@ class Context:
         if self.judges is None:
             raise RuntimeError(f"{self.family}: no judge pool in this context")
         return self.judges.for_family(self.family, self.cfg.judge, judge_cache_path(self.cfg))
-
-
-JUDGE_CACHE_ENV = "EVAL_JUDGE_CACHE"
-JUDGE_CACHE_FILE = "judge_cache.sqlite"
-
-
-def judge_cache_path(cfg: Any) -> Path | None:
-    """Where the judge's replies are kept: `judge.cache: FILE` or `DIR/` (relative to the config), else
-    the environment variable EVAL_JUDGE_CACHE (a file or a folder), else the save path's own
-    judge_cache.sqlite; `judge.cache: false` keeps none. A folder gets judge_cache.sqlite inside it.
-    One cache may serve many save paths and runs at once (evaluate.backends.cache): the same request
-    to the same judge is paid for once, whichever run asked first."""
-    if cfg.judge.cache is False:
-        return None
-    if isinstance(cfg.judge.cache, str):
-        return _as_file(cfg.resolve(cfg.judge.cache), cfg.judge.cache)
-    env = os.environ.get(JUDGE_CACHE_ENV, "").strip()
-    if env:
-        return _as_file(Path(env).expanduser().absolute(), env)
-    return cfg.save_path / JUDGE_CACHE_FILE
-
-
-def _as_file(path: Path, written: str) -> Path:
-    return path / JUDGE_CACHE_FILE if path.is_dir() or written.endswith(("/", os.sep)) else path
 
 
 class Family:

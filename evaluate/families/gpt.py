@@ -18,43 +18,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
 from ..core.io import clean_json
 from ..core.records import TURN_MARK, Record
+from ..judges.battle_summary import battle_ranking, by_category, controlled
+from ..judges.configured import battle_judge, battle_prompt, eval_prompts, rating_judge
 from .base import Context, Family, FamilyOutput, register_family
 
 PER_TURN = ("each turn: the judge sees the setup and the earlier turns and grades (or compares) that turn's reply; "
             "GPT/<metric>@turn<k> per turn, GPT/<metric> the mean of the turns (invalid when any turn is)")
-
-
-def eval_prompt_path(cfg) -> Path:
-    return cfg.evaluation_prompt or cfg.default_prompt("evaluation")
-
-
-def battle_prompt_path(cfg) -> Path:
-    return cfg.battle_prompt or cfg.default_prompt("battle")
-
-
-def _memo_load(ctx: Context, kind: str, path: Path, loader):
-    key = (kind, str(path))
-    if key not in ctx.memo:
-        ctx.memo[key] = loader(path)
-    return ctx.memo[key]
-
-
-def eval_prompts(ctx: Context):
-    from ..judges import load_evaluation_prompts
-
-    return _memo_load(ctx, "evaluation prompts", eval_prompt_path(ctx.cfg), load_evaluation_prompts)
-
-
-def battle_prompt(ctx: Context):
-    from ..judges import load_battle_prompt
-
-    return _memo_load(ctx, "battle prompt", battle_prompt_path(ctx.cfg), load_battle_prompt)
 
 
 def judged_units(record: Record) -> int:
@@ -74,24 +48,6 @@ def _conversation_in(ctx: Context, category: str) -> Record | None:
 
 def wants_battle(ctx: Context) -> bool:
     return len(ctx.sets) >= 2 and ctx.cfg.battle is not False
-
-
-def battle_judge(ctx: Context):
-    """The BattleJudge the config asks for (run-wide battles; meta-eval's pairwise accuracy; judge-check)."""
-    from ..judges import BattleJudge
-
-    cfg = ctx.cfg
-    return BattleJudge(ctx.judge(), battle_prompt(ctx), both_orders=cfg.judge.both_orders,
-                       with_reference=cfg.gpt_with_reference, language=cfg.language,
-                       max_tokens=cfg.judge.max_tokens, explain=cfg.judge.explain)
-
-
-def rating_judge(ctx: Context):
-    from ..judges import RatingJudge
-
-    cfg = ctx.cfg
-    return RatingJudge(ctx.judge(), eval_prompts(ctx), mode=cfg.judge.mode, with_reference=cfg.gpt_with_reference,
-                       language=cfg.language, max_tokens=min(cfg.judge.max_tokens, 384))
 
 
 @register_family
@@ -222,53 +178,6 @@ class GPTFamily(Family):
             except InputError as exc:
                 out["ranking_error"] = str(exc)
         return out
-
-
-def controlled(battle: dict[str, Any], outputs_a: dict[str, str], outputs_b: dict[str, str]) -> dict[str, Any]:
-    """The battle's verdicts controlled for length and style (evaluate.stats.battle), with the
-    headline numbers first: the length-controlled win rate of model A, its interval, the length coefficient."""
-    from ..stats.battle import battle_analysis
-
-    analysis = battle_analysis(battle, outputs_a, outputs_b)
-    lc = analysis["overall"]["length_controlled"]
-    return {"lc_win_rate": lc.get("lc_win_rate"), "lc_ci": lc.get("lc_interval"), "level": lc.get("level"),
-            "length_coef": lc.get("beta"), "longer_wins": analysis["overall"]["judge_bias"].get("longer_wins"),
-            **analysis}
-
-
-RANKING_SCHEMA = "llm-eval-ranking/2"
-
-
-def battle_ranking(results, outputs: dict[str, dict[str, str]], *, resamples: int = 200,
-                   seed: int = 0) -> dict[str, Any] | None:
-    """The one ranking of a run with more than two models: Bradley-Terry over every pair's verdicts,
-    raw and controlled for length and markdown style (headers, list items, bold) as Chatbot Arena and
-    Arena-Hard do, side by side from the same bootstrap over questions at one level (95%), with whether
-    the top model is clearly first. None when fewer than two verdicts were decided."""
-    from ..stats.battle import OUTCOME, STYLE_FEATURES, bradley_terry, style_features
-
-    battles, groups = [], []
-    for res in results:
-        for it in res.items:
-            if it.verdict in OUTCOME or it.p_a is not None:  # a soft verdict is the outcome when there is one
-                battles.append((res.model_a, res.model_b, OUTCOME[it.verdict] if it.p_a is None else it.p_a,
-                                style_features(outputs[res.model_a].get(it.id, "")),
-                                style_features(outputs[res.model_b].get(it.id, ""))))
-                groups.append(f"{it.category}\x00{it.id}")
-    if len(battles) < 2:
-        return None
-    out = bradley_terry(battles, features=list(STYLE_FEATURES), resamples=resamples, seed=seed, groups=groups)
-    return {"schema": RANKING_SCHEMA, "n_items": len(set(groups)), **out}
-
-
-def by_category(res) -> dict[str, Any]:
-    from ..judges import BattleResult
-
-    cats: dict[str, list] = {}
-    for it in res.items:
-        cats.setdefault(it.category, []).append(it)
-    return {cat: clean_json(BattleResult(res.model_a, res.model_b, items, res.both_orders).summary())
-            for cat, items in sorted(cats.items())}
 
 
 def _fmt(x: float | None) -> str:

@@ -52,7 +52,7 @@ def baselines(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed: int,
                    log: Callable[[str], None]) -> dict[str, Any]:
-    from ..families.gpt import battle_judge
+    from ..judges.configured import battle_judge
     from ..pipeline.metaeval import battle_accuracy, row_record
     from ..stats.battle import judge_bias
 

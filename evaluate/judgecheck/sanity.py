@@ -77,7 +77,7 @@ def verdict_reasons(pooled: dict[str, Any], by_corruption: dict[str, dict[str, A
 def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
                  log: Callable[[str], None]) -> dict[str, Any]:
     from ..pipeline.answers import load_answer_sets
-    from ..families.gpt import battle_judge, rating_judge
+    from ..judges.configured import battle_judge, rating_judge
 
     if not cfg.answers:
         raise InputError(f"{cfg.source}: no answer files (`answers:`): the label-free check judges the run's own "

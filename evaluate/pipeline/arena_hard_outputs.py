@@ -18,12 +18,19 @@ path then holds results/, battles/, summary.csv, report.html and manifest.json l
 
 from __future__ import annotations
 
+import argparse
+import csv
+import io
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..core.io import clean_json, read_text, sha256_text
+from ..core.errors import InputError
+from ..core.io import atomic_write_text, check_output_dir, clean_json, read_text, safe_name, sha256_text
 from ..core.records import Record
 from ..judges.battle import BattleItem, BattleResult, OrderJudgment
+from .benchmark import Benchmark, Saved, Scored, ScoringFailed, register_benchmark
 from .benchmark_outputs import block, judge_signature, row
 from .savedir import SaveDir
 
@@ -93,7 +100,7 @@ def add_run(save: SaveDir, *, judgments: Mapping[str, Sequence[Mapping[str, Any]
             lengths: str, seed: int) -> list[dict[str, Any]]:
     """A battle per model of the table against the baseline and every model's answers; returns the
     manifest's `models` entries. `judgments`: model -> its judgment records against `baseline`."""
-    from ..families.gpt import by_category
+    from ..judges.battle_summary import by_category
 
     sig = {"evaluator": "arena_hard", "benchmark": "Arena-Hard (lmarena/arena-hard-auto @ 196f6b8's protocol)",
            "judge": judge_signature(judge), "judge_name": judge_name, "baseline": baseline, "seed": seed,
@@ -130,3 +137,216 @@ def add_run(save: SaveDir, *, judgments: Mapping[str, Sequence[Mapping[str, Any]
         entries.append({"name": model, "answer_file": str(a.path), "records": len(recs),
                         **({"role": "baseline"} if model == baseline else {})})
     return entries
+
+
+# ------------------------------------------------------------------ the benchmark, as eval.py arena-hard runs it
+MISSING = ("refuse", "common")  # what a question some model did not answer does: the run's `missing:` names
+
+
+@dataclass
+class _Inputs:
+    args: Any
+    judge_model: str
+    prompt: Any
+    questions: list[dict[str, Any]]
+    baseline: Any
+    models: list[Any]
+    out_dir: Path
+    done: dict[str, dict[str, Any]]
+    left_out: dict[str, list[str]]
+    todo: dict[str, list[Any]]
+
+
+@register_benchmark
+class ArenaHard(Benchmark):
+    """Judges models against the baseline by Arena-Hard's protocol (evaluate/benchmarks/arena_hard.py)
+    with the judge of --judge-config's `judge:` block. --bench holds question.jsonl and
+    model_answer/<model>.jsonl (Arena-Hard's data/<bench_name>/ folder); --judge-prompt defaults to
+    judge_prompt_v0.1.json there or in its parent. Writes OUT/model_judgment/<judge>/<model>.jsonl in
+    Arena-Hard's schema, judging only the games still missing there, prints the leaderboard (raw and
+    style-controlled), writes OUT/leaderboard.csv and the project's outputs. Decoding (temperature,
+    max_tokens) comes from the judge prompt file, as Arena-Hard's config gives it."""
+
+    name, key, family = "arena-hard", "arena_hard", FAMILY
+    generates = "arena-hard"
+    summary = "judge model answers by Arena-Hard's protocol"
+    description = ("Judge models against a baseline by Arena-Hard's protocol and print its leaderboard "
+                   "(raw and style-controlled).")
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--bench", required=True, type=Path, help="folder with question.jsonl and model_answer/")
+        p.add_argument("--judge-config", required=True, type=Path, help="YAML/JSON file with a judge: block")
+        p.add_argument("--model", action="extend", nargs="+", metavar="NAME",
+                       help="model(s) to judge, by model_answer file name: --model a b, or --model a --model b "
+                            "(or --generate NAME=MODEL.yaml)")
+        p.add_argument("--baseline", default=None, help="baseline model (default: the judge prompt's, else "
+                                                        "gpt-4-0314)")
+        p.add_argument("--judge-prompt", type=Path, help="judge prompt JSON (default: judge_prompt_v0.1.json in "
+                                                         "--bench or its parent)")
+        p.add_argument("--limit", type=int, help="only the first N questions")
+        p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+        p.add_argument("--missing", choices=MISSING, default=None,
+                       help="a question some model (or the baseline) did not answer: refuse (default; exit 2, the "
+                            "ids named) or common (score only the questions every model answered, the others "
+                            "named); also `missing:` in the --judge-config file")
+        p.add_argument("--dry-run", action="store_true", help="count the judge calls (and the cost with judge.price)")
+        p.add_argument("--save_path", required=True, type=Path, help="output folder")
+
+    def check(self, args: argparse.Namespace) -> None:
+        if args.limit is not None and args.limit < 1:
+            raise InputError(f"--limit: expected a positive number of questions, got {args.limit}")
+
+    def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
+        return args.bench / "question.jsonl", args.save_path / "model_answer"
+
+    def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
+        from ..benchmarks import arena_hard as ah
+
+        policy = args.missing or _missing_key(args.judge_config)
+        check_output_dir(args.save_path, "--save_path",
+                         subdirs=("model_judgment", "model_answer", "results", "battles"))
+        prompt = ah.read_judge_prompt(_prompt_path(args))
+        questions = ah.read_questions(args.bench / "question.jsonl")[:args.limit]
+        base_name = args.baseline or prompt.baseline or ah.DEFAULT_BASELINE
+        baseline = ah.read_answers(_answer_file(args.bench, base_name))
+        generated = getattr(args, "generated", None) or {}
+        models = [ah.read_answers(generated.get(m) or _answer_file(args.bench, m)) for m in dict.fromkeys(args.model)]
+        questions, left_out = _common_questions(questions, [baseline, *models], policy)
+        out_dir = args.save_path / "model_judgment" / safe_name(judge.model)
+        if out_dir.is_dir():
+            ah.read_judgment_dir(out_dir)  # a (model, question) judged twice is refused before anything is paid
+        done = {}
+        for m in models:
+            path = out_dir / f"{m.model}.jsonl"
+            done[m.model] = {r["uid"]: r for r in ah.read_judgments(path)} if path.is_file() else {}
+        todo = {m.model: ah.plan(questions, m, baseline, prompt, done[m.model]) for m in models}
+        return _Inputs(args, judge.model, prompt, questions, baseline, models, out_dir, done, left_out, todo)
+
+    def requests(self, inputs: _Inputs) -> dict[str, list[Any]]:
+        return {name: [g.request(inputs.prompt) for g in gs] for name, gs in inputs.todo.items()}
+
+    def dry_run_text(self, inputs: _Inputs, requests: dict[str, list[Any]], judge: Any) -> str:
+        lines = [f"Arena-Hard dry run: judge {judge.model}, baseline {inputs.baseline.model}, "
+                 f"{len(inputs.questions)} questions\n"]
+        if inputs.left_out:
+            lines.append(_left_out_line(inputs.left_out))
+        lines += [f"  {name}: {len(rs)} judge calls\n" for name, rs in requests.items()]
+        return "".join(lines) + f"total: {sum(len(rs) for rs in requests.values())} judge calls\n"
+
+    def judge(self, inputs: _Inputs, backend: Any) -> int:
+        """Judge what is missing, write the judgment files, copy the answers beside them (the leaderboard
+        reads them there, as show_result.py does); returns the number of games that failed."""
+        from ..benchmarks import arena_hard as ah
+
+        failed = 0
+        for m in inputs.models:
+            recs = ah.judge(inputs.questions, m, inputs.baseline, inputs.prompt, backend, inputs.judge_model,
+                            inputs.done[m.model])
+            failed += sum(1 for r in recs for g in r["games"] if g is None)
+            ah.write_judgments(inputs.out_dir / f"{m.model}.jsonl", recs)
+        ans_dir = inputs.args.save_path / "model_answer"
+        ans_dir.mkdir(exist_ok=True)
+        for a in [inputs.baseline, *inputs.models]:
+            if a.path.resolve() != (ans_dir / f"{a.model}.jsonl").resolve():
+                shutil.copyfile(a.path, ans_dir / f"{a.model}.jsonl")
+        return failed
+
+    def scores(self, inputs: _Inputs, judged: int) -> Scored:
+        from ..benchmarks import arena_hard as ah
+        from ..benchmarks.tables import arena_hard_table
+
+        save_path = inputs.args.save_path
+        try:
+            cols, rows = ah.leaderboard_table(save_path, safe_name(inputs.judge_model),
+                                              baseline=inputs.baseline.model, seed=inputs.args.seed)
+        except InputError as exc:
+            raise ScoringFailed(f"no verdict could be scored ({exc})") from None
+        lengths = ah.lengths_note(save_path)
+        text = arena_hard_table(rows, inputs.judge_model, inputs.baseline.model, lengths)
+        if inputs.left_out:
+            text += _left_out_line(inputs.left_out)
+        failed = f"the judge failed on {judged} game(s) (left null); run again to judge them" if judged else ""
+        return Scored(text, cols, rows, errors=[failed] if failed else [],
+                      exit_line=f"exit 3: {failed}" if failed else "", detail={"lengths": lengths})
+
+    def save(self, save: SaveDir, inputs: _Inputs, judged: int, scored: Scored, judge: dict[str, Any]) -> Saved:
+        from ..benchmarks import arena_hard as ah
+
+        args = inputs.args
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=scored.columns)
+        w.writeheader()
+        w.writerows(scored.rows)
+        atomic_write_text(args.save_path / "leaderboard.csv", buf.getvalue())
+        baseline = inputs.baseline.model
+        judgments: dict[str, list[dict[str, Any]]] = {}
+        for r in ah.read_judgment_dir(inputs.out_dir):
+            if r.get("baseline", baseline) == baseline:
+                judgments.setdefault(str(r["model"]).split("/")[-1], []).append(r)
+        questions = {q["uid"]: q for q in ah.read_questions(args.bench / "question.jsonl")}
+        entries = add_run(save, judgments=judgments, table=scored.rows, baseline=baseline,
+                          answers=ah.read_answer_dir(args.save_path / "model_answer"), questions=questions,
+                          weights=ah.SHOW_RESULT_WEIGHTS, judge=judge, judge_name=safe_name(inputs.judge_model),
+                          prompt=inputs.prompt, lengths=scored.detail["lengths"], seed=args.seed)
+        extra = {"bench": str(args.bench), "judge_prompt": str(inputs.prompt.path), "baseline": baseline,
+                 "judgments": str(inputs.out_dir), "seed": args.seed, "limit": args.limit, "leaderboard": scored.rows,
+                 **({"missing": "common", "left_out": inputs.left_out} if inputs.left_out else {})}
+        return Saved(entries, extra, written=f"{inputs.out_dir}, {args.save_path / 'leaderboard.csv'}")
+
+
+def _prompt_path(args: argparse.Namespace) -> Path:
+    if args.judge_prompt:
+        return args.judge_prompt
+    for p in (args.bench / "judge_prompt_v0.1.json", args.bench.parent / "judge_prompt_v0.1.json"):
+        if p.is_file():
+            return p
+    raise InputError(f"{args.bench}: no judge_prompt_v0.1.json here or in the parent folder; give --judge-prompt")
+
+
+def _answer_file(bench: Path, model: str) -> Path:
+    p = bench / "model_answer" / f"{model}.jsonl"
+    if not p.is_file():
+        raise InputError(f"{p}: no answers for model {model!r}")
+    return p
+
+
+def _missing_key(config: Path) -> str:
+    """`missing:` beside the judge: block of --judge-config (refuse when absent)."""
+    from ..core.io import read_structured
+    from ..core.registry import suggest
+
+    raw = read_structured(config, "judge config")
+    value = raw.get("missing", "refuse") if isinstance(raw, dict) else "refuse"
+    if value not in MISSING:
+        raise InputError(f"{config}: missing: {value!r} is not a policy{suggest(str(value), list(MISSING))}; expected "
+                         "refuse (the default) or common (score only the questions every model answered)")
+    return value
+
+
+def _common_questions(questions: list[dict[str, Any]], answers: list[Any], policy: str
+                      ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
+    """The questions to judge and, per model, the ids left out because its file has no answer for them.
+    By default a missing answer is refused: the score would cover other questions than its neighbours'."""
+    from ..benchmarks import arena_hard as ah
+
+    gone = ah.missing_answers(questions, answers)
+    if not gone:
+        return questions, {}
+    if policy != "common":
+        said = "; ".join(f"{a.path}: {len(ids)} ({_ids(ids)})" for a in answers if (ids := gone.get(a.model)))
+        raise InputError(f"questions with no answer: {said}; answer them, or score only the questions every model "
+                         "answered with --missing common (or missing: common in the --judge-config file)")
+    drop = {u for ids in gone.values() for u in ids}
+    return [q for q in questions if q["uid"] not in drop], gone
+
+
+def _ids(ids: list[str], most: int = 10) -> str:
+    return ", ".join(ids[:most]) + (f" and {len(ids) - most} more" if len(ids) > most else "")
+
+
+def _left_out_line(left_out: dict[str, list[str]]) -> str:
+    from ..benchmarks.tables import wrap
+
+    drop = {u for ids in left_out.values() for u in ids}
+    return wrap(f"missing: common: {len(drop)} question(s) left out for every model, not answered by "
+                + "; ".join(f"{m} ({_ids(ids)})" for m, ids in left_out.items()))

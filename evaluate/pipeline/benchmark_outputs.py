@@ -25,6 +25,7 @@ from typing import Any
 from .. import __version__
 from ..backends.cache import VOLATILE_FIELDS
 from ..benchmarks.tables import JUDGE_CHECK_SCOPE, stored_judge_check
+from ..core.clock import utc_now
 from ..core.secrets import scrub_argv
 from .config import scrubbed_judge
 from .outputs import write_outputs
@@ -76,7 +77,7 @@ def write_run(save: SaveDir, *, benchmark: str, family: str, run_id: str, starte
         "run_id": run_id, "status": "finished with errors" if errors else "ok", "benchmark": benchmark,
         "config": {"judge": scrubbed_judge(judge_opts)}, "argv": scrub_argv(sys.argv),
         "versions": {"evaluate": __version__}, "started": started,
-        "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "finished": utc_now(),
         "models": models, "usage": {family: usage} if usage else {}, "errors": list(errors),
         "judge_check": check, **(extra or {}),
     }

@@ -31,7 +31,7 @@ def judge_identity(cfg: Any, judges: Any) -> tuple[dict[str, Any], dict[str, Any
     """(judge signature, prompt hashes, store key) of the config's GPT judges. The signature is the
     battle and rating judges' own (backend, model, weights, decoding options) without the prompt
     paths and without settings that never change a reply (concurrency, timeouts, price)."""
-    from ..families.gpt import battle_judge, battle_prompt_path, eval_prompt_path, rating_judge
+    from ..judges.configured import battle_judge, battle_prompt_path, eval_prompt_path, rating_judge
 
     ctx = _context(cfg, judges, "judge-check")
     prompts: dict[str, Any] = {}

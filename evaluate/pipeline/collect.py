@@ -190,7 +190,7 @@ def import_results(cfg: RunConfig, families: list[str], path: Path, *,
                    log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Load a batch engine's output into the judge cache; refuses the whole file (InputError) on an
     unknown custom_id or a reply from another model, before storing anything."""
-    from ..families.base import judge_cache_path
+    from ..backends.cache_path import judge_cache_path
 
     cache_path = judge_cache_path(cfg)
     if cache_path is None:
@@ -279,7 +279,7 @@ def prefetch_batches(cfg: RunConfig, families: list[str], judges: JudgePool, *, 
     depends on those replies (SAGEval's second agent, re-asks) is the next round. Requests that
     failed for good are not asked again in this run. Returns the number of rounds sent.
     """
-    from ..families.base import judge_cache_path
+    from ..backends.cache_path import judge_cache_path
 
     backend = judges.backend(cfg.judge, judge_cache_path(cfg))
     tried: set[str] = set()

@@ -223,7 +223,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
     first_order = next(iter(orders.values()), [])
 
     # ---------------------------------------------------------------- battles
-    from ..families.gpt import battle_ranking, by_category, controlled
+    from ..judges.battle_summary import battle_ranking, by_category, controlled
 
     outputs = {model: {i: it.get("output", "") for i, it in m.items.items()} for model, m in merged.items()}
 

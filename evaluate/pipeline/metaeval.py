@@ -36,7 +36,7 @@ from types import SimpleNamespace
 
 from ..backends.pool import JudgePool
 from ..families import Context, family_names, get_family
-from ..families.gpt import battle_judge
+from ..judges.configured import battle_judge
 from ..core.records import Record
 from ..core.io import read_jsonl as core_read_jsonl
 

@@ -43,6 +43,7 @@ from .. import __version__
 from ..backends.cache import VOLATILE_FIELDS
 from ..benchmarks.mt_bench import Inputs, RunResult
 from ..benchmarks.mt_bench_judge import PairJudgment, PairMatch, SingleJudgment
+from ..core.clock import utc_now
 from ..core.errors import InputError
 from ..core.io import clean_json
 from ..core.records import Record, Turn, turn_key
@@ -188,7 +189,7 @@ def fastchat_pair_counts(items: Sequence[BattleItem]) -> dict[str, Any]:
 
 
 def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, list[Record]]) -> None:
-    from ..families.gpt import battle_ranking, by_category, controlled
+    from ..judges.battle_summary import battle_ranking, by_category, controlled
 
     sig = {**_base_signature(result.summary, "pairwise"), "prompt": sorted({m.prompt.name for m in result.matches}),
            "both_orders": True, "turn_rule": "show_result.py: the two games agree, else a tie; an error game: invalid",
@@ -242,7 +243,7 @@ def write_run(save_path: Path, inputs: Inputs, result: RunResult, *, mode: str, 
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "ok", "benchmark": "mt_bench", "config": config,
         "argv": scrub_argv(sys.argv), "versions": {"evaluate": __version__}, "finished":
-            datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            utc_now(),
         "models": [{"name": m, "answer_file": str(p), "sha256": (summary["files"]["answers"][m] or {}).get("sha256"),
                     "records": len(recs[m])} for m, p in inputs.answer_paths.items()],
         "mt_bench": {k: summary[k] for k in ("mode", "baseline", "counts", "files")},
