@@ -148,9 +148,9 @@ def _fmt(x: float | None) -> str:
 
 
 def _now() -> str:
-    from datetime import datetime, timezone
+    from ..savepath.manifest import iso
 
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return iso()
 
 
 def _write_outputs(args: argparse.Namespace, opts: JudgeOptions, evaluator: Any, reference: Any, models: Sequence[Any],

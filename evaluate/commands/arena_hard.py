@@ -140,9 +140,9 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _now() -> str:
-    from datetime import datetime, timezone
+    from ..savepath.manifest import iso
 
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return iso()
 
 
 def _write_outputs(args: argparse.Namespace, opts: Any, prompt: Any, baseline: str, judge_name: str, out_dir: Path,

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import safe_name
+from ..savepath.layout import chart_file, charts_dir
+from ..savepath.write import write_figure
 from .results import ModelResults
 from ..stats.scales import score_scale
 
@@ -66,8 +68,7 @@ def write_charts(save_path: Path, results: list[ModelResults], *,
     colors = plt.get_cmap("tab10")
     written: list[Path] = []
     for family, cats in _collect(results).items():
-        folder = save_path / "charts" / safe_name(family)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = charts_dir(save_path) / safe_name(family)
         scale = family_scale(results, family)
         for cat, by_name in sorted(cats.items()):
             written.append(_bars(plt, folder / f"{safe_name(cat)}.png", family, cat, by_name, models, colors, scale))
@@ -124,7 +125,7 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(path, fig)
     plt.close(fig)
     return path
 
@@ -152,7 +153,7 @@ def _overview(plt, path: Path, family: str, cats: dict, models: list[str], scale
     ax.set_title(f"{family}: mean per category and score ({scale_label(scale)}); darker = better in its row",
                  fontsize=9, pad=24)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(path, fig)
     plt.close(fig)
     return path
 
@@ -219,9 +220,7 @@ def _battle_chart(save_path: Path, stem: str, s: dict, cats: dict) -> Path:
     fig.suptitle(f"Battle: {model_a} vs {model_b}", fontsize=10)
     fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.93), ncol=4)
     fig.tight_layout(rect=(0, 0, 1, 0.86))
-    folder = save_path / "charts" / "GPT"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"battle_{stem}.png"
-    fig.savefig(path)
+    path = chart_file(save_path, "GPT", f"battle_{stem}")
+    write_figure(path, fig)
     plt.close(fig)
     return path

@@ -8,16 +8,12 @@ written once (`evaluate.pipeline.outputs`).
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 import traceback
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Callable
 
-from .. import __version__
 from ..backends.probing import ProbingPool
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
@@ -26,6 +22,8 @@ from ..core.records import Record
 from ..core.scores import InvalidTally
 from ..core.secrets import scrub_argv
 from ..families import Context, Family
+from ..savepath import read as savepath_read
+from ..savepath.manifest import iso as _iso, new_run_id, versions
 from .answers import AnswerSet, load_answer_sets
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
@@ -36,19 +34,6 @@ from .plan import Plan, build_plan, family_context, limit_records, with_scale
 from .savedir import SaveDir
 from .schedule import UnitScheduler
 from .shard import apply_shard
-
-
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {"python": platform.python_version(), "evaluate": __version__}
-    for pkg in ("torch", "transformers", "sacrebleu", "rouge-score", "nltk", "jieba", "bert-score",
-                "scikit-learn", "numpy", "openai", "matplotlib", "pyyaml"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
 
 
 @dataclass
@@ -75,6 +60,7 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
     resolve_score_names(cfg, known_of(plan, [s.name for s in sets]).scores)
     check_output_dir(cfg.save_path, "save_path", ("results", "runs", "charts", "battles"))
+    savepath_read.check(cfg.save_path)  # a save path of a newer layout is refused before any work
     if any(w.get("judge_calls") for w in plan.work.values()):
         judge_reachability(cfg)
     return Prepared(cfg, sets, plan, fam_objs, contexts)
@@ -132,7 +118,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     if check is not None:
         check(prep)
     plan, fam_objs, sets = prep.plan, prep.fam_objs, prep.sets
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+    run_id = new_run_id()
     started = time.time()
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
@@ -141,7 +127,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "running", "config": cfg.to_dict(), "config_hash": cfg.hash,
         "config_file": str(cfg.source) if cfg.source else None, "argv": scrub_argv(sys.argv),
-        "versions": _versions(), "started": _iso(started), "finished": None,
+        "versions": versions(), "started": _iso(started), "finished": None,
         "models": [{"name": s.name, "answer_file": str(s.path), "sha256": _sha256(s.path),
                     "records": len(s.records), "empty_outputs": s.empty_output_ids} for s in sets],
         "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
@@ -306,10 +292,6 @@ def _sha256(path: Any) -> str | None:
 def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     t0 = time.time()
     return fn(*args), time.time() - t0
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 
 
