@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.io import safe_name
 from ..savepath.layout import chart_file, charts_dir
+from ..savepath.read import battle_files as read_battle_files
 from ..savepath.write import write_figure
 from .results import ModelResults
 from ..stats.scales import score_scale
@@ -169,15 +170,8 @@ def write_battle_charts(save_path: Path, battles: dict[str, dict[str, Any]] | No
     with the order is a tie) and the probability-weighted ones (sign of the mean weighted score
     margin over both orders). A small judge often ties nearly everything on the first and still
     separates the models on the second, so a chart of one alone would mislead."""
-    import json
-
     if battles is None:
-        battles = {}
-        for src in sorted((save_path / "battles").glob("*__vs__*.json")):
-            try:
-                battles[src.stem] = json.loads(src.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
+        battles = {Path(name).stem: data for name, data in read_battle_files(save_path, [])}
     written = []
     for stem, data in sorted(battles.items()):
         try:

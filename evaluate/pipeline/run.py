@@ -24,46 +24,29 @@ from ..core.secrets import scrub_argv
 from ..families import Context, Family
 from ..savepath import read as savepath_read
 from ..savepath.manifest import iso as _iso, new_run_id, versions
-from .answers import AnswerSet, load_answer_sets
+from .answers import AnswerSet
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
 from .config import RunConfig, check_model_names, judge_reachability, resolve_score_names
 from .gates import known_of
 from .outputs import write_outputs
-from .plan import Plan, build_plan, family_context, limit_records, with_scale
+from .plan import Plan, Prepared, family_context, load_inputs, with_scale
 from .savedir import SaveDir
 from .schedule import UnitScheduler
-from .shard import apply_shard
-
-
-@dataclass
-class Prepared:
-    """A run's inputs, loaded and validated: nothing is loaded or paid for yet."""
-
-    cfg: RunConfig
-    sets: list[AnswerSet]
-    plan: Plan
-    fam_objs: dict[str, Family]
-    contexts: dict[str, Context]
 
 
 def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
-    """Answer files, plan and every name checked. Raises InputError/ConfigError on bad input."""
-    if not cfg.answers:
-        raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
-    check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
-    if cfg.limit:
-        limit_records(sets, cfg.limit)
-    apply_shard(sets, cfg.shard)
-    contexts: dict[str, Context] = {}
-    plan, fam_objs = build_plan(cfg, sets, families, contexts)
-    resolve_score_names(cfg, known_of(plan, [s.name for s in sets]).scores)
+    """Answer files, plan and every name checked (`load_inputs` and the run's checks). Raises
+    InputError/ConfigError on bad input."""
+    if cfg.answers:  # none: load_inputs says so
+        check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
+    prep = load_inputs(cfg, families)
+    resolve_score_names(cfg, known_of(prep.plan, [s.name for s in prep.sets]).scores)
     check_output_dir(cfg.save_path, "save_path", ("results", "runs", "charts", "battles"))
     savepath_read.check(cfg.save_path)  # a save path of a newer layout is refused before any work
-    if any(w.get("judge_calls") for w in plan.work.values()):
+    if any(w.get("judge_calls") for w in prep.plan.work.values()):
         judge_reachability(cfg)
-    return Prepared(cfg, sets, plan, fam_objs, contexts)
+    return prep
 
 
 def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], None] | None = None) -> dict[str, Any]:
@@ -74,7 +57,7 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(), "plan_text": prep.plan.describe()}
     if cfg.judge.backend == "openai" or cfg.judge.price:
-        out["estimate"] = estimate(cfg, families)
+        out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
 
@@ -141,7 +124,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     outcome = Outcome(manifest, save)
     try:
         if cfg.judge.batch:  # the whole run's judge requests as one batch job per round
-            prefetch_batches(cfg, families, judges, log=log)
+            prefetch_batches(prep, judges, log=log)
         tally = _score_units(cfg, plan, fam_objs, contexts, sets, save, scheduler, manifest, log, judges.unreachable)
         manifest["invalid"] = {f: {"valid": v, "invalid": i} for f, (v, i) in tally.counts.items()}
         manifest["invalid_total"] = dict(zip(("valid", "invalid"), tally.totals()))

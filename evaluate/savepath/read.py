@@ -119,10 +119,16 @@ def read_battles(root: Path, problems: list[str]) -> tuple[list[dict[str, Any]],
     return battles, ranking
 
 
-def battle_files(root: Path) -> list[tuple[str, dict[str, Any]]]:
-    """(file name, content) of every pair's battle file, in name order; raises on an unreadable one."""
-    folder = battles_dir(root)
-    return [(p.name, read_json(p)) for p in sorted(folder.glob("*__vs__*.json"))] if folder.is_dir() else []
+def battle_files(root: Path, problems: list[str] | None = None) -> list[tuple[str, Any]]:
+    """(file name, content) of every pair's battle file, in name order. An unreadable one raises, or
+    with `problems` is named there and left out."""
+    out = []
+    for p in sorted(battles_dir(root).glob("*__vs__*.json")):
+        if problems is None:
+            out.append((p.name, read_json(p)))
+        elif (data := read_optional(p, problems)) is not None:
+            out.append((p.name, data))
+    return out
 
 
 def read_comparisons(root: Path, problems: list[str]) -> list[dict[str, Any]]:
