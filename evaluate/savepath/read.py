@@ -55,8 +55,14 @@ def read_optional(path: Path, problems: list[str]) -> Any:
 
 
 def _why(exc: Exception) -> str:
-    if isinstance(exc, json.JSONDecodeError) and exc.pos >= len(exc.doc.rstrip()):
-        return f"cut short (the JSON ends at character {exc.pos}: {exc.msg}); a run was interrupted while writing it?"
+    """Why a file could not be read; "cut short" when its JSON stops before it is complete (an
+    interrupted copy, a full disk), which is what a truncated result file looks like."""
+    if isinstance(exc, json.JSONDecodeError):
+        ended = exc.pos >= len(exc.doc.rstrip()) or exc.msg.startswith("Unterminated string")
+        if ended:
+            return (f"cut short: the JSON stops before it is complete ({exc.msg}: line {exc.lineno} column "
+                    f"{exc.colno}, of {len(exc.doc)} characters)")
+        return f"not JSON ({exc.msg}: line {exc.lineno} column {exc.colno})"
     return f"{type(exc).__name__}: {str(exc)[:200]}"
 
 
