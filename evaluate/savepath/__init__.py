@@ -2,7 +2,7 @@
 writer every file goes through (`write`), the one reader (`read`), the manifest's run id and
 versions (`manifest`) and generated answers (`answers`). docs/save-path.md lists every file.
 
-Imports nothing of the project but `core` (and the leaf `_version`): every layer that leaves a
+Imports nothing of the project but `core`: every layer that leaves a
 file in a save path (pipeline, report, families, judge check, benchmarks) can use it."""
 
 from .answers import read_answers, write_answers

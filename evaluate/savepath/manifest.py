@@ -10,7 +10,7 @@ import uuid
 from datetime import datetime, timezone
 from typing import Any
 
-from .._version import __version__
+from ..core.version import __version__
 from .layout import LAYOUT_VERSION
 
 # the packages whose version can change a score, recorded in every manifest
