@@ -273,7 +273,8 @@ def _all_missing(path: Path) -> list[str]:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)
             if node.name == "__getattr__":  # names the module hands out lazily (unieval: torch on first use)
-                bound.update(c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                bound.update(c.value for c in ast.walk(node)
+                             if isinstance(c, ast.Constant) and isinstance(c.value, str))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             bound.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, ast.Assign):

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn, cost_usd, estimate_tokens
+from ..backends.base import (Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend, cost_usd,
+                             estimate_tokens)
 from ..backends.batch import batch_line, parse_result_line, request_body
 from ..backends.cache import CachedBackend
 from ..backends.pool import JudgePool
@@ -36,20 +37,9 @@ from .savedir import SaveDir
 EXPORTED = "not judged yet: exported for a batch engine"
 
 
-class _Recorder(Backend):
-    """Under the cache: records each miss and answers it with an error (the families record invalid)."""
-
-    def __init__(self, real: Backend):
-        super().__init__(real.model)
-        self.real = real
-        self.kind = real.kind
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.real.supports_logprobs
-
-    def signature(self) -> dict[str, Any]:
-        return self.real.signature()
+class _Recorder(WrappingBackend):
+    """Under the cache: records each miss and answers it with an error (the families record invalid);
+    the judge it stands for (`inner`, never called) gives its signature and capabilities."""
 
     def complete(self, request: JudgeRequest) -> Completion:
         return Completion(error=EXPORTED)
