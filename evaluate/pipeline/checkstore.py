@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.cache import VOLATILE_FIELDS
 from ..savepath import layout, read, write
+from ..savepath.manifest import iso
 
 
 def _context(cfg: Any, judges: Any, label: str):
@@ -93,7 +93,7 @@ def save_check(save_path: Path, key: str, judge: dict, prompts: dict, labelled: 
               "labelled": labelled if labelled is not None else old.get("labelled"),
               "sanity": sanity if sanity is not None else old.get("sanity")}
     record["trustworthy"], record["verdict_text"] = verdict_of(record)
-    record["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    record["created"] = iso()
     write.write_json(path, record)
     write.write_json(layout.judge_check_file(save_path), record)
     return record, path

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime, timezone
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,7 @@ from .analysis import (
     verdict_detail,
 )
 from ..savepath.layout import report_file
+from ..savepath.manifest import iso
 from ..savepath.write import write_text
 from .data import SaveData, load_save_path
 
@@ -72,7 +72,7 @@ def context(data: SaveData) -> dict[str, Any]:
         "title": (f"Two runs compared: A = {manifest['compared_runs']['A']}, B = {manifest['compared_runs']['B']}"
                   if manifest.get("compared_runs") else f"Evaluation report: {', '.join(data.models)}"),
         "save_path": str(data.path),
-        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated": iso(),
         "models": data.models,
         "categories": data.categories,
         "manifest": manifest,
