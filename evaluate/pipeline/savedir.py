@@ -42,6 +42,8 @@ class SaveDir:
     """Results, battles and the ranking of one save path, held in memory and written once."""
 
     def __init__(self, path: Path, log: Callable[[str], None] = lambda s: None):
+        """Raises LayoutError (bad input) when the save path was written in a newer layout."""
+        read.check(path)
         self.path = Path(path)
         self.log = log
         self.models: dict[str, ModelResults] = {}
