@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluate.core.io import atomic_write_json
 from evaluate.pipeline.results import ModelResults, write_summary_csv
+from evaluate.savepath.write import write_json
 
 CATS = ["brainstorming", "chat", "classification", "closed_qa", "extraction", "generation", "open_qa",
         "rewriting", "roleplay", "summarization"]
@@ -65,7 +65,7 @@ def generate(save: Path, n_items: int, n_models: int, seed: int = 0) -> None:
         res.signatures.update({f"GPT/{x}": {"judge": {"backend": "openai", "model": "synthetic-judge"},
                                             "prompt_sha256": "0" * 64, "mode": "logprobs"}
                                for x in ("relevance", "correctness")})
-        res.save(save, "synthetic")
+        write_json(ModelResults.path_for(save, res.model), res.to_dict("synthetic"))
     for a, b in combinations(models, 2):
         items, counts = [], {"A": 0, "B": 0, "tie": 0, "invalid": 0}
         for iid, cat, *_ in questions:
@@ -88,11 +88,11 @@ def generate(save: Path, n_items: int, n_models: int, seed: int = 0) -> None:
                    "win_rate_ci95": [wr - 0.01, wr + 0.01], "both_orders": True, "both_orders_valid": n_items,
                    "inconsistent": 0, "flips": 0, "flip_rate": 0.1, "inconsistency_rate": 0.2,
                    "one_order_invalid": 0, "first_position_win_rate": 0.52, "weighted": None}
-        atomic_write_json(save / "battles" / f"{a}__vs__{b}.json",
+        write_json(save / "battles" / f"{a}__vs__{b}.json",
                           {"summary": summary, "signature": {"evaluator": "battle"}, "items": items,
                            "by_category": {}, "controlled": {"lc_win_rate": wr, "lc_ci": [wr - .02, wr + .02],
                                                              "length_coef": 0.1}})
-    atomic_write_json(save / "manifest.json", {"run_id": "synthetic", "status": "ok", "config": {"synthetic": True},
+    write_json(save / "manifest.json", {"run_id": "synthetic", "status": "ok", "config": {"synthetic": True},
                                                "config_hash": "0" * 64, "versions": {}, "errors": [], "usage": {}})
     from evaluate.pipeline.comparisons import write_comparisons
 

@@ -4,4 +4,4 @@ Note: this top-level package is named `evaluate`, like Hugging Face's `evaluate`
 cannot be installed in one environment. The project's Makefile uses its own virtual environment.
 """
 
-__version__ = "0.1.0"
+from .core.version import __version__  # noqa: F401  (the one place it is set)

@@ -7,7 +7,7 @@ import importlib
 import importlib.util
 import sys
 
-from . import __version__
+from .core.version import __version__
 from .commands.common import EXIT_CODES, EXIT_OK, guarded
 
 # name -> (module, one line for `eval.py help`)

@@ -99,13 +99,3 @@ def sweep(train_good: np.ndarray, train_bad: np.ndarray, val: np.ndarray, layers
         rows.append(SweepRow(cand.layer, cand.token, cand.method, cand.n_components, fit.train_accuracy, value))
     rows.sort(key=lambda r: -np.nan_to_num(r.validation, nan=-9))
     return rows
-
-
-def format_table(rows: Sequence[SweepRow], top: int | None = 10, metric: str = "validation") -> str:
-    """A plain-text table of the best `top` rows."""
-    head = f"{'layer':>5} {'token':>5} {'method':>6} {'n':>2} {'train acc':>9} {metric:>10}"
-    lines = [head, "-" * len(head)]
-    for r in list(rows)[:top]:
-        lines.append(f"{r.layer:>5} {r.token:>5} {r.method:>6} {r.n_components:>2} {r.train_accuracy:>9.2f} "
-                     f"{r.validation:>10.3f}")
-    return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""evaluate.comparisons: paired rows from result dicts, dropped counts, one family per pair, files."""
+"""evaluate.pipeline.comparisons: paired rows from result dicts, dropped counts, one family per pair, files."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ F1_SIG = {"metric": "F1 score", "scale": "0-1"}
 
 
 def _result(model, f1, gpt, invalid_gpt=(), extra_key=False):
-    """A result dict in the schema of evaluate/results.py ModelResults.to_dict (the parts read here).
+    """A result dict in the schema of evaluate/pipeline/results.py ModelResults.to_dict (the parts read here).
     Ids 1-12 are "qa", 13-15 "chat"; f1 / gpt map id -> score."""
     items = []
     for i in range(1, 16):

@@ -154,6 +154,7 @@ def echo_family():
 
 def test_a_judge_calling_family_in_one_file_is_costed_exported_and_prefetched(tmp_path, echo_family, capsys):
     from evaluate.pipeline.collect import collect
+    from evaluate.pipeline.plan import load_inputs
     from evaluate.pipeline.config import load_config
 
     judge = {"backend": "openai", "model": "fake-judge", "base_url": "http://127.0.0.1:9/v1",
@@ -169,5 +170,5 @@ def test_a_judge_calling_family_in_one_file_is_costed_exported_and_prefetched(tm
     lines = [json.loads(x) for x in export.read_text().splitlines()]
     assert len(lines) == n and all("Echo-judge" in x["body"]["messages"][-1]["content"] for x in lines)
     # batch prefetch sends exactly what `collect` finds missing
-    got = collect(load_config(path), ["EchoJudge"])
+    got = collect(load_inputs(load_config(path), ["EchoJudge"]))
     assert len(got.missing) == n

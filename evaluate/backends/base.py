@@ -137,6 +137,34 @@ class Backend(ABC):
         pass
 
 
+class WrappingBackend(Backend):
+    """A backend in front of another (the cache, a family's meter, batch jobs, the probe, the export's
+    recorder): the judge is the inner one, so its model, kind, capabilities and signature are the
+    inner one's, and `usage` and `close` pass through. A wrapper overrides only what it changes."""
+
+    def __init__(self, inner: Backend):
+        super().__init__(inner.model)
+        self.inner = inner
+        self.kind = inner.kind
+
+    @property
+    def supports_logprobs(self) -> bool:
+        return self.inner.supports_logprobs
+
+    def signature(self) -> dict[str, Any]:
+        return self.inner.signature()
+
+    def complete(self, request: JudgeRequest) -> Completion:
+        return self.inner.complete(request)
+
+    def usage(self) -> dict[str, Any]:
+        usage = getattr(self.inner, "usage", None)
+        return usage() if callable(usage) else {}
+
+    def close(self) -> None:
+        self.inner.close()
+
+
 CHARS_PER_TOKEN = 4  # a dry run's estimate of prompt tokens; errs high for English prose
 
 

@@ -39,7 +39,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
+from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn, WrappingBackend
 from .cache import request_from_dict
 from ..core.errors import InputError
 
@@ -199,7 +199,7 @@ class JobStore:
 
 
 # ---------------------------------------------------------------------------------------- backend
-class BatchBackend(Backend):
+class BatchBackend(WrappingBackend):
     """Sends each `complete_many` call as provider batch jobs; see the module docstring.
 
     `attach(cache)` must be called with the CachedBackend above it: the custom ids are its keys,
@@ -214,8 +214,7 @@ class BatchBackend(Backend):
                  token_limit_field: str = "max_tokens", sleep: Callable[[float], None] = time.sleep):
         import openai
 
-        super().__init__(inner.model)
-        self.inner = inner
+        super().__init__(inner)
         self.max_requests, self.max_bytes = max(1, max_requests), max(1024, max_bytes)
         self.poll_min, self.poll_max = max(0.0, poll_min), max(poll_min, poll_max)
         self.resubmits = max(0, resubmits)
@@ -238,17 +237,12 @@ class BatchBackend(Backend):
     def attach(self, cache: Any) -> None:
         self._cache = cache
 
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.inner.supports_logprobs
-
-    def signature(self) -> dict[str, Any]:
-        return self.inner.signature()  # a reply from a batch is the same reply: one cache for both
+    # signature(): the inner one's (WrappingBackend): a reply from a batch is the same reply, one cache for both
 
     def usage(self) -> dict[str, Any]:
         """The inner backend's totals (batch tokens included) and the batch counts; `cost_usd` counts
         batch tokens at half the price (the Batch API's discount)."""
-        inner = self.inner.usage() if hasattr(self.inner, "usage") else {}
+        inner = super().usage()
         with self._lock:
             out = {**inner, **self._usage}
         price = getattr(self.inner, "price", None)
@@ -462,7 +456,7 @@ class BatchBackend(Backend):
     def close(self) -> None:
         self.store.close()
         self._client.close()
-        self.inner.close()
+        super().close()
 
 
 def wrap(inner: Backend, opts: Any, cache_path: Path | None, api_key: str | None) -> Backend:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from .base import Backend, Completion, JudgeRequest, ProgressFn
+from .base import Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend
 from .retry import progress_bar
 from ..core.errors import InputError
 
@@ -96,7 +96,7 @@ def request_from_dict(d: dict[str, Any]) -> JudgeRequest:
                         top_p=d.get("top_p"))
 
 
-class CachedBackend(Backend):
+class CachedBackend(WrappingBackend):
     """Wraps `inner`; answers from `path` when it can and asks `inner` only for the misses.
 
     Args:
@@ -121,9 +121,7 @@ class CachedBackend(Backend):
         busy_timeout: float = 30.0,
         lock_wait: float = 120.0,
     ):
-        super().__init__(inner.model)
-        self.inner = inner
-        self.kind = inner.kind
+        super().__init__(inner)
         self.path = Path(path)
         self.chunk_size = max(1, chunk_size)
         sig = inner.signature()
@@ -248,20 +246,12 @@ class CachedBackend(Backend):
 
     # ------------------------------------------------------------------ Backend
     @property
-    def supports_logprobs(self) -> bool:
-        return self.inner.supports_logprobs
-
-    def signature(self) -> dict[str, Any]:
-        return self.inner.signature()
-
-    @property
     def unreachable(self) -> str | None:
         """Why the judge behind the cache cannot be reached (see OpenAICompatBackend), or None."""
         return getattr(self.inner, "unreachable", None)
 
     def usage(self) -> dict[str, Any]:
-        inner = self.inner.usage() if hasattr(self.inner, "usage") else {}
-        return {**inner, "cache_hits": self.hits, "cache_misses": self.misses}
+        return {**super().usage(), "cache_hits": self.hits, "cache_misses": self.misses}
 
     def complete(self, request: JudgeRequest) -> Completion:
         key = self.key(request)
@@ -346,4 +336,4 @@ class CachedBackend(Backend):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-        self.inner.close()
+        super().close()

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
-from .base import Backend, Completion, JudgeRequest, ProgressFn
+from .base import Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend
 from .options import JudgeOptions
 
 
@@ -52,23 +52,14 @@ def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | Non
     return cached
 
 
-class MeteredBackend(Backend):
+class MeteredBackend(WrappingBackend):
     """A view of a shared backend that counts what one family asked of it."""
 
     def __init__(self, inner: Backend, price: dict[str, float] | None = None):
-        super().__init__(inner.model)
-        self.inner = inner
-        self.kind = inner.kind
+        super().__init__(inner)
         self.price = price
         self._lock = threading.Lock()
         self.counts = dict(requests=0, cache_hits=0, cache_misses=0, failures=0, prompt_tokens=0, completion_tokens=0)
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.inner.supports_logprobs
-
-    def signature(self) -> dict[str, Any]:
-        return self.inner.signature()
 
     def _count(self, comps: Sequence[Completion]) -> None:
         with self._lock:

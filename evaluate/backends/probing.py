@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, Sequence
 
-from .base import Backend, Completion, JudgeRequest, ProgressFn
+from .base import Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend
 from .cache import CachedBackend
 from .options import JudgeOptions
 from .pool import JudgePool, open_backend
@@ -28,7 +28,7 @@ def probe_judge(opts: JudgeOptions, api_key: str | None = None) -> tuple[list[An
     return results, "; ".join(f"{r.url}: {(r.error or r.kind).removeprefix('unreachable: ')}" for r in results)
 
 
-class ProbeFirst(Backend):
+class ProbeFirst(WrappingBackend):
     """In front of an HTTP judge, under the cache: the first request that would be paid for first
     probes the endpoints, so a judge that is not there is known within seconds (a run answered
     from the cache needs no server and probes nothing). When no endpoint can be reached
@@ -37,20 +37,11 @@ class ProbeFirst(Backend):
     model name the listing lacks) is logged and the requests decide."""
 
     def __init__(self, inner: Backend, opts: JudgeOptions, api_key: str | None, log: Callable[[str], None]):
-        super().__init__(inner.model)
-        self.inner = inner
-        self.kind = inner.kind
+        super().__init__(inner)
         self._opts, self._api_key, self._log = opts, api_key, log
         self._lock = threading.Lock()
         self._probed = False
         self.reason: str | None = None
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.inner.supports_logprobs
-
-    def signature(self) -> dict[str, Any]:
-        return self.inner.signature()
 
     @property
     def unreachable(self) -> str | None:
@@ -96,12 +87,6 @@ class ProbeFirst(Backend):
             if on_result is not None:
                 on_result(i, c)
         return out
-
-    def usage(self) -> dict[str, Any]:
-        return self.inner.usage() if callable(getattr(self.inner, "usage", None)) else {}
-
-    def close(self) -> None:
-        self.inner.close()
 
     def __getattr__(self, name: str) -> Any:
         if name == "inner":

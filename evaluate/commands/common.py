@@ -73,6 +73,14 @@ def guarded(main: Callable[[list[str]], int], argv: list[str]) -> int:
         return EXIT_INPUT
 
 
+def incomplete_line(unreadable: Sequence[object], what: str) -> str:
+    """`exit 3: ...` for an output made without the result files that could not be read (each names
+    its file and why): the output lacks those models, so it is incomplete, not wrong input to refuse."""
+    return (f"exit 3: {what} is incomplete: {len(unreadable)} result file(s) could not be read and were left out: "
+            + "; ".join(str(u) for u in unreadable) + " (fix the file or move it away; a run of that model into "
+            "this save path writes it again)")
+
+
 def parse_and_run(parser: argparse.ArgumentParser, argv: list[str],
                   run: Callable[[argparse.Namespace], int]) -> int:
     """A command's `main` when it may be called directly (tests, scripts): argparse's exit (2 for bad

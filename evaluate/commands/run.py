@@ -251,17 +251,18 @@ def _stand_ins(cfg: RunConfig):
 
 def _requests_io(cfg: RunConfig, args: argparse.Namespace, families) -> int:
     from ..pipeline.collect import export_requests, import_results
+    from ..pipeline.plan import load_inputs
 
     if args.export_requests and args.import_results:
         raise InputError("--export-requests and --import-results: give one of them (export, judge, import, run)")
     if args.export_requests:
-        got = export_requests(cfg, families, Path(args.export_requests))
+        got = export_requests(load_inputs(cfg, families), Path(args.export_requests))
         print(f"exported {got['requests']} judge requests to {got['file']} (already cached: {got['cached']}); "
               f"judge them with model \"{got['model']}\", then --import-results OUTPUT.jsonl"
               + (f"; {got['deferred']} more depend on these replies: export again after the import"
                  if got["deferred"] else ""))
         return EXIT_OK
-    got = import_results(cfg, families, Path(args.import_results))
+    got = import_results(load_inputs(cfg, families), Path(args.import_results))
     print(f"imported {got['stored']} results into {got['cache']}; failed lines: {got['failed']}; requests still "
           f"without a result: {got['still_missing']}")
     for line in got["failures"]:

@@ -36,7 +36,7 @@ A family that asks the judge says so (`uses_judge(ctx)`): the judge's requests a
 for `--dry-run`'s cost, `--export-requests` and batch prefetch without any list of family names.
 
 Two optional declarations let the runner work on units side by side when the judge is an HTTP
-server (evaluate/schedule.py): `judge_bound(ctx)` says that `score` only asks the judge (it may
+server (evaluate/pipeline/schedule.py): `judge_bound(ctx)` says that `score` only asks the judge (it may
 then run in a thread beside other units; it must not depend on their order), and
 `run_independent = True` that `score_run` reads only the answers, not what `score` produced (it
 may then start with the first units instead of after the last).

@@ -13,7 +13,8 @@ import threading
 from dataclasses import asdict, dataclass
 
 from ..core.errors import InputError
-from ..core.io import atomic_write_json, safe_name
+from ..savepath.layout import sageval_file
+from ..savepath.write import write_json
 from ..core.options import option
 from .base import Family, FamilyOutput, register_family
 
@@ -83,8 +84,7 @@ class SAGEvalFamily(Family):
             summaries[model] = mine = dict(sorted(mine.items(), key=lambda kv: order.index(kv[0])
                                                   if kv[0] in order else len(order)))
             if ctx.save_path is not None:  # written after each category, so an interrupted run keeps it
-                atomic_write_json(ctx.save_path / "sageval" / f"{safe_name(model)}.json",
-                                  {"model": model, "by_category": mine})
+                write_json(sageval_file(ctx.save_path, model), {"model": model, "by_category": mine})
         keys = {k for it in result.items for k in (*it.scores.scores, *it.scores.invalid)}
         return FamilyOutput(items=[it.scores for it in result.items],
                             signatures={k: {**result.signature, "score": k} for k in keys})
@@ -95,4 +95,4 @@ class SAGEvalFamily(Family):
             return None
         models = [s.name for s in ctx.sets if s.name in summaries] + [m for m in summaries
                                                                        if m not in {s.name for s in ctx.sets}]
-        return {"summaries": [str(ctx.save_path / "sageval" / f"{safe_name(m)}.json") for m in models]}
+        return {"summaries": [str(sageval_file(ctx.save_path, m)) for m in models]}

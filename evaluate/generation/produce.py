@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.base import cost_usd
-from ..core.io import atomic_write_json, atomic_write_text
+from ..savepath.write import write_json, write_text
 from ..core.secrets import scrub_url
 from .engine import TEMPLATE, Answers, Estimate, answer_all, estimate
 from .formats import FASTCHAT_TEMPERATURE, QuestionFile, answer_rows, serialise
@@ -45,7 +45,7 @@ def cache_path(opts: Any, out: Path) -> Path | None:
 def write_answer_file(path: Path, text: str) -> None:
     """The one place a generated answer file is written (atomically: a killed run never leaves half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, text)
+    write_text(path, text)
 
 
 @dataclass
@@ -178,7 +178,7 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
     if opts.price and usage.get("cost_usd") is None:
         usage["cost_usd"] = round(cost_usd(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                                            opts.price), 6)
-    atomic_write_json(sidecar_path(out), {
+    write_json(sidecar_path(out), {
         "name": name, "answers": str(out), "signature": report.signature,
         "counts": {"questions": len(qf.questions), "answered": len(report.answers.answers),
                    "missing": len(report.answers.missing), "requests": report.answers.requests,

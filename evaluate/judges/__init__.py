@@ -16,5 +16,5 @@ __all__ = [
     "BattleItem", "BattleJudge", "BattlePrompt", "BattleResult", "EvaluationPrompts",
     "OrderJudgment", "PromptEntry", "RatingJudge", "battle", "battle_all", "fill",
     "load_battle_prompt", "load_evaluation_prompts", "parse_pair", "parse_rating",
-    "rank", "rate", "score_from_top_logprobs",
+    "rate", "score_from_top_logprobs",
 ]

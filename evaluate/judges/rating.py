@@ -12,7 +12,7 @@ Public API
 ``.signature()`` (judge, prompt file and sha256, mode, options) — what makes two runs comparable.
 
 Aggregates (means, intervals, best and worst items) are made in one place for every family:
-``evaluate.results.summarize``.
+``evaluate.pipeline.results.summarize``, once per model when its result file is written.
 
 Modes
 -----

@@ -17,16 +17,14 @@ renders the rows in the battle's section; `eval.py summary` prints them.
 from __future__ import annotations
 
 import sys
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..backends.cache import VOLATILE_FIELDS
 from ..benchmarks.tables import JUDGE_CHECK_SCOPE, stored_judge_check
 from ..core.clock import utc_now
 from ..core.secrets import scrub_argv
+from ..savepath import manifest as savepath_manifest
 from .config import scrubbed_judge
 from .outputs import write_outputs
 from .savedir import SaveDir
@@ -62,7 +60,7 @@ def judge_check(save_path: Path, judge: dict[str, Any]) -> dict[str, Any]:
 
 
 def new_run_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+    return savepath_manifest.new_run_id()
 
 
 def write_run(save: SaveDir, *, benchmark: str, family: str, run_id: str, started: str, judge_opts: Any,
@@ -76,7 +74,7 @@ def write_run(save: SaveDir, *, benchmark: str, family: str, run_id: str, starte
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "finished with errors" if errors else "ok", "benchmark": benchmark,
         "config": {"judge": scrubbed_judge(judge_opts)}, "argv": scrub_argv(sys.argv),
-        "versions": {"evaluate": __version__}, "started": started,
+        "versions": savepath_manifest.versions(), "started": started,
         "finished": utc_now(),
         "models": models, "usage": {family: usage} if usage else {}, "errors": list(errors),
         "judge_check": check, **(extra or {}),

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.io import safe_name
+from ..savepath.layout import chart_file, charts_dir
+from ..savepath.read import battle_files as read_battle_files
+from ..savepath.write import write_figure
 from .results import ModelResults
 from ..stats.scales import score_scale
 
@@ -66,8 +69,7 @@ def write_charts(save_path: Path, results: list[ModelResults], *,
     colors = plt.get_cmap("tab10")
     written: list[Path] = []
     for family, cats in _collect(results).items():
-        folder = save_path / "charts" / safe_name(family)
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = charts_dir(save_path) / safe_name(family)
         scale = family_scale(results, family)
         for cat, by_name in sorted(cats.items()):
             written.append(_bars(plt, folder / f"{safe_name(cat)}.png", family, cat, by_name, models, colors, scale))
@@ -127,7 +129,7 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(path, fig)
     plt.close(fig)
     return path
 
@@ -155,7 +157,7 @@ def _overview(plt, path: Path, family: str, cats: dict, models: list[str], scale
     ax.set_title(f"{family}: mean per category and score ({scale_label(scale)}); darker = better in its row",
                  fontsize=9, pad=24)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(path, fig)
     plt.close(fig)
     return path
 
@@ -171,15 +173,8 @@ def write_battle_charts(save_path: Path, battles: dict[str, dict[str, Any]] | No
     with the order is a tie) and the probability-weighted ones (sign of the mean weighted score
     margin over both orders). A small judge often ties nearly everything on the first and still
     separates the models on the second, so a chart of one alone would mislead."""
-    import json
-
     if battles is None:
-        battles = {}
-        for src in sorted((save_path / "battles").glob("*__vs__*.json")):
-            try:
-                battles[src.stem] = json.loads(src.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
+        battles = {Path(name).stem: data for name, data in read_battle_files(save_path, [])}
     written = []
     for stem, data in sorted(battles.items()):
         try:
@@ -222,9 +217,7 @@ def _battle_chart(save_path: Path, stem: str, s: dict, cats: dict) -> Path:
     fig.suptitle(f"Battle: {model_a} vs {model_b}", fontsize=10)
     fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.93), ncol=4)
     fig.tight_layout(rect=(0, 0, 1, 0.86))
-    folder = save_path / "charts" / "GPT"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"battle_{stem}.png"
-    fig.savefig(path)
+    path = chart_file(save_path, "GPT", f"battle_{stem}")
+    write_figure(path, fig)
     plt.close(fig)
     return path

@@ -13,12 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.cache import VOLATILE_FIELDS
-from ..core.io import atomic_write_json
+from ..savepath import layout, read, write
+from ..savepath.manifest import iso
 
 
 def _context(cfg: Any, judges: Any, label: str):
@@ -57,7 +57,7 @@ def _usage(meter: Any) -> dict[str, Any]:
 
 
 def store_dir(save_path: Path) -> Path:
-    return Path(save_path) / "judge_checks"
+    return layout.judge_checks_dir(save_path)
 
 
 def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
@@ -87,29 +87,20 @@ def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
 
 def save_check(save_path: Path, key: str, judge: dict, prompts: dict, labelled: dict | None,
                sanity: dict | None) -> tuple[dict[str, Any], Path]:
-    path = store_dir(save_path) / f"{key}.json"
-    old = {}
-    if path.exists():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            old = {}
+    path = layout.judge_check_file(save_path, key)
+    old = read.read_stored_check(save_path, key) or {}
     record = {"schema": "llm-eval-judge-check/1", "key": key, "judge": judge, "prompts": prompts,
               "labelled": labelled if labelled is not None else old.get("labelled"),
               "sanity": sanity if sanity is not None else old.get("sanity")}
     record["trustworthy"], record["verdict_text"] = verdict_of(record)
-    record["created"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    atomic_write_json(path, record)
-    atomic_write_json(Path(save_path) / "judge_check.json", record)
+    record["created"] = iso()
+    write.write_json(path, record)
+    write.write_json(layout.judge_check_file(save_path), record)
     return record, path
 
 
 def lookup(save_path: Path, key: str) -> dict[str, Any] | None:
-    path = store_dir(save_path) / f"{key}.json"
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
+    return read.read_stored_check(save_path, key)
 
 
 def summary_of(record: dict[str, Any] | None, key: str, config: str | None) -> dict[str, Any]:

@@ -25,31 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn, cost_usd, estimate_tokens
+from ..backends.base import (Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend, cost_usd,
+                             estimate_tokens)
 from ..backends.batch import batch_line, parse_result_line, request_body
 from ..backends.cache import CachedBackend
 from ..backends.pool import JudgePool
-from .config import RunConfig
-from .savedir import SaveDir
 from ..core.errors import InputError
+from .plan import Prepared, family_context
+from .savedir import SaveDir
 
 EXPORTED = "not judged yet: exported for a batch engine"
 
 
-class _Recorder(Backend):
-    """Under the cache: records each miss and answers it with an error (the families record invalid)."""
-
-    def __init__(self, real: Backend):
-        super().__init__(real.model)
-        self.real = real
-        self.kind = real.kind
-
-    @property
-    def supports_logprobs(self) -> bool:
-        return self.real.supports_logprobs
-
-    def signature(self) -> dict[str, Any]:
-        return self.real.signature()
+class _Recorder(WrappingBackend):
+    """Under the cache: records each miss and answers it with an error (the families record invalid);
+    the judge it stands for (`inner`, never called) gives its signature and capabilities."""
 
     def complete(self, request: JudgeRequest) -> Completion:
         return Completion(error=EXPORTED)
@@ -129,20 +119,10 @@ class Collected:
     deferred: int = 0  # requests built on replies not in the cache yet: the next round's
 
 
-def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = lambda s: None) -> Collected:
-    """Every judge request the run would make now (see the module docstring)."""
-    from .answers import load_answer_sets
-    from .plan import build_plan, family_context, limit_records
-    from .shard import apply_shard
-
-    if not cfg.answers:
-        raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
-    if cfg.limit:
-        limit_records(sets, cfg.limit)
-    apply_shard(sets, getattr(cfg, "shard", None))
-    contexts: dict[str, Any] = {}
-    plan, fam_objs = build_plan(cfg, sets, families, contexts)
+def collect(prep: Prepared, log: Callable[[str], None] = lambda s: None) -> Collected:
+    """Every judge request the run would make now (see the module docstring), from the inputs the
+    run loaded (`plan.load_inputs`): the answers and the plan are not loaded or built again."""
+    cfg, sets, plan, fam_objs, contexts = prep.cfg, prep.sets, prep.plan, prep.fam_objs, prep.contexts
     with tempfile.TemporaryDirectory(prefix="eval-export-") as tmp:
         pool = _RecordingPool(Path(tmp))
         ctxs = {f: family_context(cfg, f, sets, judges=pool, save_path=Path(tmp),
@@ -171,10 +151,10 @@ def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = la
     return out
 
 
-def export_requests(cfg: RunConfig, families: list[str], path: Path, *,
-                    log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+def export_requests(prep: Prepared, path: Path, *, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Write the requests the run still needs to `path` (OpenAI batch JSONL); returns counts."""
-    got = collect(cfg, families, log)
+    cfg = prep.cfg
+    got = collect(prep, log)
     logprobs = cfg.judge.backend != "openai" or _identity(cfg.judge).supports_logprobs
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
@@ -186,16 +166,16 @@ def export_requests(cfg: RunConfig, families: list[str], path: Path, *,
             "deferred": got.deferred, "file": str(path), "model": cfg.judge.model}
 
 
-def import_results(cfg: RunConfig, families: list[str], path: Path, *,
-                   log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+def import_results(prep: Prepared, path: Path, *, log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Load a batch engine's output into the judge cache; refuses the whole file (InputError) on an
     unknown custom_id or a reply from another model, before storing anything."""
     from ..backends.cache_path import judge_cache_path
 
+    cfg = prep.cfg
     cache_path = judge_cache_path(cfg)
     if cache_path is None:
         raise InputError("--import-results: judge.cache is false; the results go to the judge cache, turn it on")
-    got = collect(cfg, families, log)
+    got = collect(prep, log)
     if not path.is_file():
         raise InputError(f"--import-results: {path}: no such file")
     ok: list[tuple[str, Completion]] = []
@@ -241,10 +221,11 @@ def import_results(cfg: RunConfig, families: list[str], path: Path, *,
             "cache": str(cache_path)}
 
 
-def estimate(cfg: RunConfig, families: list[str]) -> dict[str, Any] | None:
+def estimate(prep: Prepared) -> dict[str, Any] | None:
     """--dry-run: the judge requests still to send, their tokens (prompt: characters / 4; completion:
     at most max_tokens) and, with judge.price, the cost with and without batch (batch = half price)."""
-    got = collect(cfg, families)
+    cfg = prep.cfg
+    got = collect(prep)
     if not got.seen:
         return None
     prompt, completion = estimate_tokens(list(got.missing.values()))
@@ -270,7 +251,7 @@ def describe_estimate(est: dict[str, Any] | None) -> str:
                    "counted once those replies are cached)")
 
 
-def prefetch_batches(cfg: RunConfig, families: list[str], judges: JudgePool, *, max_rounds: int = 6,
+def prefetch_batches(prep: Prepared, judges: JudgePool, *, max_rounds: int = 6,
                      log: Callable[[str], None] = lambda s: None) -> int:
     """judge.batch: send the whole run's requests as one batch job per round before scoring.
 
@@ -281,10 +262,10 @@ def prefetch_batches(cfg: RunConfig, families: list[str], judges: JudgePool, *, 
     """
     from ..backends.cache_path import judge_cache_path
 
-    backend = judges.backend(cfg.judge, judge_cache_path(cfg))
+    backend = judges.backend(prep.cfg.judge, judge_cache_path(prep.cfg))
     tried: set[str] = set()
-    for n in range(max_rounds):
-        todo = {k: r for k, r in collect(cfg, families).missing.items() if k not in tried}
+    for n in range(max_rounds):  # each round drives the families again (the cache changed), never reloads
+        todo = {k: r for k, r in collect(prep).missing.items() if k not in tried}
         if not todo:
             return n
         log(f"batch round {n + 1}: {len(todo)} judge requests in one batch job")

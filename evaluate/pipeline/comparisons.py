@@ -32,13 +32,13 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..core.io import atomic_write_json, atomic_write_text, clean_json
+from ..core.io import clean_json
+from ..savepath import layout, read, write
 from ..stats.family import ALL, EXPLORATORY, RowInput, decide_pair, default_primary, family_method
 from ..stats.scales import pass_fail, score_scale
 from .results import same_signature, signature_diff
-from .savedir import battle_stem
 
-SCHEMA = "llm-eval-comparison/2"
+SCHEMA = read.COMPARISON_SCHEMA  # "llm-eval-comparison/2"
 ALPHA, POWER = 0.05, 0.8
 ROW_FIELDS = ("category", "score", "role", "signature", "scale", "n", "dropped", "mean_a", "mean_b", "diff",
               "interval", "level", "simultaneous", "interval_note", "p", "p_adj", "m", "test", "detectable",
@@ -159,23 +159,17 @@ def compare_results(results: list[dict[str, Any]], *, primary: Sequence[str] | N
             for a, b in combinations(sorted(by_model), 2)}
 
 
-def load_results(save_path: Path) -> list[dict[str, Any]]:
-    """Every readable results/*.json under save_path (models run one at a time are all found)."""
-    out = []
-    for path in sorted((Path(save_path) / "results").glob("*.json")):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if isinstance(data, dict) and "model" in data and "items" in data:
-            out.append(data)
-    return out
+def load_results(save_path: Path, files: read.ResultFiles | None = None) -> list[dict[str, Any]]:
+    """Every readable results/*.json under save_path (models run one at a time are all found);
+    `files`: the save path's result files as already read (else read here)."""
+    files = files if files is not None else read.read_results(save_path)
+    return [data for _, data in files.found if "items" in data]
 
 
 def configured_primary(save_path: Path) -> list[str] | None:
     """The `primary` list of the config of the save path's last run (manifest.json), if any."""
     try:
-        manifest = json.loads((Path(save_path) / "manifest.json").read_text(encoding="utf-8"))
+        manifest = read.read_json(layout.manifest_file(save_path))
     except (OSError, ValueError):
         return None
     value = ((manifest or {}).get("config") or {}).get("primary") if isinstance(manifest, dict) else None
@@ -212,26 +206,21 @@ def not_comparable(comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[s
 
 def write_comparison_files(save_path: Path, comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[Path]:
     """comparisons/<a>__vs__<b>.json and comparisons.csv."""
-    folder = Path(save_path) / "comparisons"
-    written = []
-    for (a, b), comp in comparisons.items():
-        path = folder / f"{battle_stem(a, b)}.json"
-        atomic_write_json(path, comp)
-        written.append(path)
+    written = [write.write_json(layout.comparison_file(save_path, a, b), comp)
+               for (a, b), comp in comparisons.items()]
     if comparisons:
-        path = folder / "comparisons.csv"
-        atomic_write_text(path, _csv_text(comparisons))
-        written.append(path)
+        written.append(write.write_text(layout.comparisons_csv(save_path), _csv_text(comparisons)))
     return written
 
 
 def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *,
-                      primary: Sequence[str] | None = None, resamples: int = 2000, seed: int = 0) -> list[Path]:
+                      primary: Sequence[str] | None = None, resamples: int = 2000, seed: int = 0,
+                      files: read.ResultFiles | None = None) -> list[Path]:
     """Write comparisons/*.json and comparisons.csv; `results` defaults to every results/*.json found,
     `primary` to the save path's configured one (manifest.json), else each pair's default."""
     save_path = Path(save_path)
     if results is None:
-        results = load_results(save_path)
+        results = load_results(save_path, files)
     if primary is None:
         primary = configured_primary(save_path)
     return write_comparison_files(save_path, compare_results(results, primary=primary, resamples=resamples,
@@ -241,23 +230,13 @@ def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = No
 def stale(save_path: Path) -> bool:
     """The save path's comparison files are missing (two or more models) or were written under another
     schema: their verdicts would follow another family and must be computed again."""
-    folder = Path(save_path) / "comparisons"
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    if not files:
-        return len(list((Path(save_path) / "results").glob("*.json"))) >= 2
-    for f in files:
-        try:
-            if json.loads(f.read_text(encoding="utf-8")).get("schema") != SCHEMA:
-                return True
-        except (OSError, ValueError, AttributeError):
-            return True
-    return False
+    return read.comparisons_stale(save_path)
 
 
-def current(save_path: Path) -> list[dict[str, Any]] | None:
+def current(save_path: Path, files: read.ResultFiles | None = None) -> list[dict[str, Any]] | None:
     """The comparisons of a save path as this version decides them, in memory, when its files are
     stale (`stale`); None when the files are current."""
     if not stale(save_path):
         return None
-    comps = compare_results(load_results(save_path), primary=configured_primary(save_path))
+    comps = compare_results(load_results(save_path, files), primary=configured_primary(save_path))
     return list(comps.values())

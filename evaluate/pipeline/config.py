@@ -22,7 +22,7 @@ This module checks the config when it loads: the shape (types, known keys), ever
 against its dataclass (`judge` -> JudgeOptions, each family's block -> its `Options`, every
 `metric_options` entry by building the metric), with key paths and did-you-mean. Whether the
 names inside a category are known (metrics, prompts, UniEval dimensions...) is checked by each
-family's `validate` (runner.build_plan), once the answer files say which categories are used.
+family's `validate` (evaluate.pipeline.plan.build_plan), once the answer files say which categories are used.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class RunConfig:
     blocks: dict[str, Any] = field(default_factory=dict)  # options key -> the block as written (manifest)
     battle: bool | None = None  # None: battle when two or more answer files and GPT is enabled
     limit: int | None = None  # only the first N records of each category (a quick run); None: all
-    shard: tuple[int, int] | None = None  # --shard I/N (evaluate/shard.py); not part of the config's hash
+    shard: tuple[int, int] | None = None  # --shard I/N (evaluate/pipeline/shard.py); not part of the config's hash
     max_invalid_share: float = 1.0  # a family with this share of invalid scores (or more) fails the run: exit 3
     primary: list[str] | None = None  # confirmatory scores of each pair (`Family/name`); None: a default per family
     summary_scores: list[str] | None = None  # scores of the closing lines; None: the primary scores

@@ -21,15 +21,14 @@ A save path that holds `shard-*` folders (what `--shard I/N` runs write into) st
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
 from ..core.errors import InputError
-from ..core.io import atomic_write_json, clean_json
+from ..core.io import clean_json
+from ..savepath import layout, read, write
+from ..savepath.manifest import iso, new_run_id
 from .outputs import write_outputs
 from .results import ModelResults, load_all
 from .savedir import SaveDir
@@ -60,8 +59,13 @@ def _ordered(items: dict[str, Any], order: list[str]) -> list[str]:
 
 
 def _manifest(d: Path) -> dict[str, Any]:
-    p = d / "manifest.json"
-    return json.loads(p.read_text(encoding="utf-8")) if p.is_file() else {}
+    """The shard's manifest ({} when it has none); a newer layout is refused (LayoutError)."""
+    p = layout.manifest_file(d)
+    if not p.is_file():
+        return {}
+    data = read.read_json(p)
+    layout.check_layout(d, data)
+    return data
 
 
 def _recompute_corpus(res: ModelResults, keys: dict[str, set[str]], config: dict[str, Any]) -> None:
@@ -194,7 +198,12 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
     corpus_keys: dict[str, dict[str, set[str]]] = {}
     orders: dict[str, list[str]] = {}
     for d in dirs:
-        for res in load_all(d):
+        unreadable: list[read.Unreadable] = []
+        shard_results = load_all(d, unreadable)
+        if unreadable:
+            raise InputError("merge: " + "; ".join(map(str, unreadable)) + " (a merge without it would lose that "
+                             "model's items of this shard; fix or move the file away)")
+        for res in shard_results:
             m = merged.get(res.model)
             if m is None:
                 m = merged[res.model] = ModelResults(model=res.model, answer_file=res.answer_file)
@@ -229,8 +238,8 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
 
     battles: dict[str, list[dict[str, Any]]] = {}
     for d in dirs:
-        for p in sorted((d / "battles").glob("*__vs__*.json")) if (d / "battles").is_dir() else []:
-            battles.setdefault(p.name, []).append(json.loads(p.read_text(encoding="utf-8")))
+        for name, data in read.battle_files(d):
+            battles.setdefault(name, []).append(data)
     results = []
     for name, parts in sorted(battles.items()):
         items: dict[str, dict[str, Any]] = {}
@@ -255,35 +264,32 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
 
     # ---------------------------------------------------------------- other per-shard folders
     notes = []
-    sage = [d / "sageval" for d in dirs if (d / "sageval").is_dir()]
+    sage = [layout.sageval_dir(d) for d in dirs if layout.sageval_dir(d).is_dir()]
     if sage:  # SAGEval's run summaries are per category of each shard: kept per shard, not recomputed
         by_model: dict[str, dict[str, Any]] = {}
         for d in dirs:
-            for p in sorted((d / "sageval").glob("*.json")) if (d / "sageval").is_dir() else []:
-                entry = by_model.setdefault(p.name, {"shards": {}})
-                entry["shards"][str(d)] = json.loads(p.read_text(encoding="utf-8"))
+            for fname, data in read.sageval_files(d):
+                entry = by_model.setdefault(fname, {"shards": {}})
+                entry["shards"][str(d)] = data
         for fname, entry in by_model.items():
             entry["note"] = "per-shard SAGEval summaries (categories split across shards are not recomputed)"
-            atomic_write_json(out / "sageval" / fname, entry)
+            write.write_json(layout.sageval_dir(out) / fname, entry)
         notes.append("sageval summaries kept per shard")
 
     # ---------------------------------------------------------------- caches and manifests
     caches = [d / "judge_cache.sqlite" for d in dirs if (d / "judge_cache.sqlite").is_file()]
     cache_rows = _merge_cache(out, caches) if caches else 0
-    for d in dirs:
-        if (d / "runs").is_dir():
-            (out / "runs").mkdir(exist_ok=True)
-            for p in (d / "runs").glob("*.json"):
-                shutil.copy2(p, out / "runs" / p.name)
+    for d in dirs:  # every shard's run manifests, byte for byte
+        for p in read.run_manifest_files(d):
+            write.write_bytes(layout.runs_dir(out) / p.name, p.read_bytes())
     errors = [dict(e, shard=str(d)) for d, m in zip(dirs, manifests) for e in m.get("errors", [])]
-    now = datetime.now(timezone.utc)
     manifest = {
-        "run_id": now.strftime("%Y%m%dT%H%M%SZ") + "-merge-" + uuid.uuid4().hex[:6],
+        "run_id": new_run_id("merge"),
         "status": "ok" if all(m.get("status") == "ok" for m in manifests) else "merged shards with problems",
         "merged_from": [{"path": str(d), "run_id": m.get("run_id"), "status": m.get("status"),
                          "shard": m.get("shard")} for d, m in zip(dirs, manifests)],
         "config": config, "config_hash": next((m.get("config_hash") for m in manifests if m.get("config_hash")), None),
-        "models": sorted(merged), "finished": now.isoformat(timespec="seconds"), "errors": errors,
+        "models": sorted(merged), "finished": iso(), "errors": errors,
         "judge_cache_rows": cache_rows, "notes": notes, "forced_over": diff,
     }
     write_outputs(save, manifest, charts=charts)

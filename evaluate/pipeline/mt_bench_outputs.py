@@ -34,12 +34,9 @@ from __future__ import annotations
 
 import sys
 import time
-import uuid
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from .. import __version__
 from ..backends.cache import VOLATILE_FIELDS
 from ..benchmarks.mt_bench import Inputs, RunResult
 from ..benchmarks.mt_bench_judge import PairJudgment, PairMatch, SingleJudgment
@@ -49,6 +46,7 @@ from ..core.io import clean_json
 from ..core.records import Record, Turn, turn_key
 from ..core.scores import Invalid, ItemScores
 from ..core.secrets import scrub_argv
+from ..savepath import manifest as savepath_manifest
 from ..judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
 from .outputs import write_outputs
 from .savedir import SaveDir
@@ -230,7 +228,7 @@ def write_run(save_path: Path, inputs: Inputs, result: RunResult, *, mode: str, 
     """Results (single) or battles (pairwise), then every output of a run through write_outputs;
     returns the report's view (None when nothing was written). `judge_check`: the stored check of this
     judge and these prompts (`checkstore.summary_of`), shown in the manifest and every signature."""
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+    run_id = savepath_manifest.new_run_id()
     save = SaveDir(save_path, log=log)
     recs = records_of(inputs)
     for model in inputs.models:
@@ -242,8 +240,7 @@ def write_run(save_path: Path, inputs: Inputs, result: RunResult, *, mode: str, 
     summary = result.summary
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "ok", "benchmark": "mt_bench", "config": config,
-        "argv": scrub_argv(sys.argv), "versions": {"evaluate": __version__}, "finished":
-            utc_now(),
+        "argv": scrub_argv(sys.argv), "versions": savepath_manifest.versions(), "finished": utc_now(),
         "models": [{"name": m, "answer_file": str(p), "sha256": (summary["files"]["answers"][m] or {}).get("sha256"),
                     "records": len(recs[m])} for m, p in inputs.answer_paths.items()],
         "mt_bench": {k: summary[k] for k in ("mode", "baseline", "counts", "files")},

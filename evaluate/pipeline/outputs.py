@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..report.data import SaveData, read_optional
+from ..report.data import SaveData
+from ..savepath import read
 from .results import write_summary_csv
 from .savedir import SaveDir
 
@@ -67,17 +68,15 @@ def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None
 def save_data(save: SaveDir, results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
               manifest: dict[str, Any]) -> SaveData:
     """The report's view of this run, from memory; only the small files other commands own (the judge
-    check, SAGEval's summaries, the charts) are read from the save path."""
+    check, SAGEval's summaries, the charts) are read from the save path, through its one reader
+    (`evaluate.savepath.read`, as `report.data.load_save_path` reads them)."""
     problems: list[str] = []
     data = SaveData(path=save.path, results=results, battles=list(save.battles.values()), ranking=save.ranking,
                     comparisons=comparisons, manifest=json.loads(json.dumps(manifest, default=str)),
                     problems=problems)
-    jc = read_optional(save.path / "judge_check.json", problems) if (save.path / "judge_check.json").is_file() else None
-    data.judge_check = jc if isinstance(jc, dict) else None
-    for f in sorted((save.path / "sageval").glob("*.json")):
-        sg = read_optional(f, problems)
-        if isinstance(sg, dict):
-            data.sageval[sg.get("model", f.stem)] = sg
-    for png in sorted((save.path / "charts").glob("*/*.png")):
-        data.charts.setdefault(png.parent.name, {})[png.stem] = png
+    data.judge_check = read.read_judge_check(save.path, problems)
+    data.sageval = read.read_sageval(save.path, problems)
+    data.charts = read.chart_files(save.path)
+    data.unreadable = [str(u) for u in save.unreadable]
+    problems.extend(data.unreadable)
     return data

@@ -170,3 +170,32 @@ def limit_records(sets: list[AnswerSet], n: int) -> None:
         s.empty_output_ids = [i for i in s.empty_output_ids if i in keep]
 
 
+@dataclass
+class Prepared:
+    """A run's inputs, loaded once (`load_inputs`): the answer files loaded, limited and sharded, the
+    plan built. The run, `--dry-run`'s estimate, `--export-requests`, `--import-results` and batch
+    prefetch all work from this object; none loads the answers or builds the plan again."""
+
+    cfg: RunConfig
+    sets: list[AnswerSet]
+    plan: Plan
+    fam_objs: dict[str, Family]
+    contexts: dict[str, Context]
+
+
+def load_inputs(cfg: RunConfig, families: list[str]) -> Prepared:
+    """The answer files (limited to `limit`, this `--shard`'s part) and the plan. Raises
+    InputError/ConfigError on bad input; nothing is loaded or paid for."""
+    from .answers import load_answer_sets
+    from .shard import apply_shard
+
+    if not cfg.answers:
+        raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
+    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    if cfg.limit:
+        limit_records(sets, cfg.limit)
+    apply_shard(sets, getattr(cfg, "shard", None))
+    contexts: dict[str, Context] = {}
+    plan, fam_objs = build_plan(cfg, sets, families, contexts)
+    return Prepared(cfg, sets, plan, fam_objs, contexts)
+

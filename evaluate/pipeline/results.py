@@ -2,7 +2,8 @@
 aggregates) and the long-format summary CSV.
 
 Score keys are "<Family>/<name>", e.g. "Metrics/BLEU-4", "GPT/relevance",
-"UniEval/summarization-fluency". `evaluate.pipeline.savedir.SaveDir` owns the files; a result
+"UniEval/summarization-fluency". `evaluate.pipeline.savedir.SaveDir` holds them during a run and
+`evaluate.savepath` reads and writes the files (this module builds and parses their content); a result
 file keeps the scores of earlier runs (other families, other categories) as long as the answer
 text and the score's signature are unchanged.
 """
@@ -18,8 +19,9 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..core.errors import InputError
-from ..core.io import atomic_write_json, atomic_write_text, safe_name, sha256_text
+from ..core.io import sha256_text
 from ..core.records import Record
+from ..savepath import layout, read, write
 from ..stats.scales import pass_fail, score_scale
 from ..core.scores import ItemScores
 
@@ -89,8 +91,8 @@ def mean_ci(xs: list[float], scale: tuple[float, float] | None) -> list[float] |
 
 @functools.lru_cache(maxsize=8192)
 def _bootstrap_ci(xs: tuple[float, ...], scale: tuple[float, float] | None) -> tuple[float, float]:
-    """Seeded, so the same values always give the same interval: a result file is re-aggregated after
-    every category and family, and only the groups that changed are resampled again."""
+    """Seeded, so the same values always give the same interval; cached, so a group of values met
+    again (the same model's group read back by merge or a benchmark) is not resampled again."""
     from ..stats.intervals import bootstrap_mean_ci
 
     return bootstrap_mean_ci(xs, bounds=scale, expanded=True)
@@ -160,11 +162,15 @@ class ModelResults:
 
     @classmethod
     def path_for(cls, save_path: Path, model: str) -> Path:
-        return save_path / "results" / f"{safe_name(model)}.json"
+        return layout.results_file(save_path, model)
 
     @classmethod
     def load(cls, path: Path) -> "ModelResults":
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls.from_dict(read.read_json(path))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelResults":
+        """A result file's content (as `evaluate.savepath.read` parsed it) back in memory."""
         res = cls(model=data["model"], answer_file=data.get("answer_file", ""))
         for item in data.get("items", []):
             res.items[str(item["id"])] = item
@@ -178,21 +184,25 @@ class ModelResults:
         return res
 
     @classmethod
-    def open(cls, save_path: Path, model: str, answer_file: str, records: Iterable[Record]) -> "ModelResults":
-        """Start from the model's earlier results (if any) so runs of different families accumulate.
+    def open(cls, save_path: Path, model: str, answer_file: str, records: Iterable[Record],
+             earlier: "dict[str, Any] | read.Unreadable | None" = None) -> "ModelResults":
+        """Start from the model's earlier results (`earlier`: its file as the save path's reader parsed
+        it, if any) so runs of different families accumulate.
 
         Scores of an item whose output text changed since are dropped: they describe another answer.
         """
         path = cls.path_for(save_path, model)
         res = cls(model=model, answer_file=answer_file)
         old = None
-        if path.exists():
+        why = earlier.reason if isinstance(earlier, read.Unreadable) else None
+        if isinstance(earlier, dict):
             try:
-                old = cls.load(path)
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:  # JSON or UTF-8 errors included
-                raise InputError(f"{path}: cannot read the earlier results of model {model!r} "
-                                 f"({type(exc).__name__}: {str(exc)[:200]}); move the file away or fix it "
-                                 "(it was not overwritten)") from None
+                old = cls.from_dict(earlier)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                why = f"{type(exc).__name__}: {str(exc)[:200]}"
+        if why is not None:
+            raise InputError(f"{path}: cannot read the earlier results of model {model!r} "
+                             f"({why}); move the file away or fix it (it was not overwritten)") from None
         for rec in records:
             entry = item_entry(rec)
             prev = old.items.get(rec.id) if old else None
@@ -308,25 +318,20 @@ class ModelResults:
             "items": list(self.items.values()),
         }
 
-    def save(self, save_path: Path, run_id: str | None = None) -> Path:
-        path = self.path_for(save_path, self.model)
-        data = self.to_dict(run_id)
-        self.runs = data["runs"]
-        atomic_write_json(path, data)
-        return path
 
-
-def load_all(save_path: Path) -> list[ModelResults]:
-    """Every model's results under save_path, in name order (models run one at a time are all found)."""
-    folder = save_path / "results"
-    if not folder.is_dir():
-        return []
+def load_all(save_path: Path, unreadable: list[read.Unreadable] | None = None) -> list[ModelResults]:
+    """Every model's results under save_path, in file-name order (models run one at a time are all
+    found); a file that cannot be read is added to `unreadable` (naming it and why) instead."""
+    files = read.read_results(save_path)
     out = []
-    for path in sorted(folder.glob("*.json")):
+    bad = list(files.unreadable)
+    for path, data in files.found:
         try:
-            out.append(ModelResults.load(path))
-        except (ValueError, KeyError, TypeError, AttributeError):
-            continue
+            out.append(ModelResults.from_dict(data))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            bad.append(read.Unreadable(path, f"{type(exc).__name__}: {exc}"))
+    if unreadable is not None:
+        unreadable.extend(bad)
     return out
 
 
@@ -350,7 +355,7 @@ def summary_rows(results: list[ModelResults]) -> list[dict[str, Any]]:
 
 
 def write_summary_csv(save_path: Path, results: list[ModelResults]) -> Path:
-    path = save_path / "summary.csv"
+    path = layout.summary_csv(save_path)
     import io
 
     buf = io.StringIO()
@@ -358,5 +363,4 @@ def write_summary_csv(save_path: Path, results: list[ModelResults]) -> Path:
     writer.writeheader()
     for row in summary_rows(results):
         writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
-    atomic_write_text(path, buf.getvalue())
-    return path
+    return write.write_text(path, buf.getvalue())

@@ -8,16 +8,12 @@ written once (`evaluate.pipeline.outputs`).
 
 from __future__ import annotations
 
-import platform
 import sys
 import time
 import traceback
-import uuid
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Callable
 
-from .. import __version__
 from ..backends.probing import ProbingPool
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
@@ -26,58 +22,31 @@ from ..core.records import Record
 from ..core.scores import InvalidTally
 from ..core.secrets import scrub_argv
 from ..families import Context, Family
-from .answers import AnswerSet, load_answer_sets
+from ..savepath import read as savepath_read
+from ..savepath.manifest import iso as _iso, new_run_id, versions
+from .answers import AnswerSet
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
 from .config import RunConfig, check_model_names, judge_reachability, resolve_score_names
 from .gates import known_of
 from .outputs import write_outputs
-from .plan import Plan, build_plan, family_context, limit_records, with_scale
+from .plan import Plan, Prepared, family_context, load_inputs, with_scale
 from .savedir import SaveDir
 from .schedule import UnitScheduler
-from .shard import apply_shard
-
-
-def _versions() -> dict[str, str]:
-    from importlib import metadata
-
-    out = {"python": platform.python_version(), "evaluate": __version__}
-    for pkg in ("torch", "transformers", "sacrebleu", "rouge-score", "nltk", "jieba", "bert-score",
-                "scikit-learn", "numpy", "openai", "matplotlib", "pyyaml"):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
-
-
-@dataclass
-class Prepared:
-    """A run's inputs, loaded and validated: nothing is loaded or paid for yet."""
-
-    cfg: RunConfig
-    sets: list[AnswerSet]
-    plan: Plan
-    fam_objs: dict[str, Family]
-    contexts: dict[str, Context]
 
 
 def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
-    """Answer files, plan and every name checked. Raises InputError/ConfigError on bad input."""
-    if not cfg.answers:
-        raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
-    check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
-    if cfg.limit:
-        limit_records(sets, cfg.limit)
-    apply_shard(sets, cfg.shard)
-    contexts: dict[str, Context] = {}
-    plan, fam_objs = build_plan(cfg, sets, families, contexts)
-    resolve_score_names(cfg, known_of(plan, [s.name for s in sets]).scores)
+    """Answer files, plan and every name checked (`load_inputs` and the run's checks). Raises
+    InputError/ConfigError on bad input."""
+    if cfg.answers:  # none: load_inputs says so
+        check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
+    prep = load_inputs(cfg, families)
+    resolve_score_names(cfg, known_of(prep.plan, [s.name for s in prep.sets]).scores)
     check_output_dir(cfg.save_path, "save_path", ("results", "runs", "charts", "battles"))
-    if any(w.get("judge_calls") for w in plan.work.values()):
+    savepath_read.check(cfg.save_path)  # a save path of a newer layout is refused before any work
+    if any(w.get("judge_calls") for w in prep.plan.work.values()):
         judge_reachability(cfg)
-    return Prepared(cfg, sets, plan, fam_objs, contexts)
+    return prep
 
 
 def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], None] | None = None) -> dict[str, Any]:
@@ -88,7 +57,7 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(), "plan_text": prep.plan.describe()}
     if cfg.judge.backend == "openai" or cfg.judge.price:
-        out["estimate"] = estimate(cfg, families)
+        out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
 
@@ -132,7 +101,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     if check is not None:
         check(prep)
     plan, fam_objs, sets = prep.plan, prep.fam_objs, prep.sets
-    run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+    run_id = new_run_id()
     started = time.time()
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
@@ -141,7 +110,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     manifest: dict[str, Any] = {
         "run_id": run_id, "status": "running", "config": cfg.to_dict(), "config_hash": cfg.hash,
         "config_file": str(cfg.source) if cfg.source else None, "argv": scrub_argv(sys.argv),
-        "versions": _versions(), "started": _iso(started), "finished": None,
+        "versions": versions(), "started": _iso(started), "finished": None,
         "models": [{"name": s.name, "answer_file": str(s.path), "sha256": _sha256(s.path),
                     "records": len(s.records), "empty_outputs": s.empty_output_ids} for s in sets],
         "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
@@ -155,7 +124,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     outcome = Outcome(manifest, save)
     try:
         if cfg.judge.batch:  # the whole run's judge requests as one batch job per round
-            prefetch_batches(cfg, families, judges, log=log)
+            prefetch_batches(prep, judges, log=log)
         tally = _score_units(cfg, plan, fam_objs, contexts, sets, save, scheduler, manifest, log, judges.unreachable)
         manifest["invalid"] = {f: {"valid": v, "invalid": i} for f, (v, i) in tally.counts.items()}
         manifest["invalid_total"] = dict(zip(("valid", "invalid"), tally.totals()))
@@ -306,10 +275,6 @@ def _sha256(path: Any) -> str | None:
 def _timed(fn: Callable[..., Any], *args: Any) -> tuple[Any, float]:
     t0 = time.time()
     return fn(*args), time.time() - t0
-
-
-def _iso(t: float) -> str:
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="seconds")
 
 
 

@@ -19,6 +19,10 @@ computed once per model. Two scores meet only when their signatures agree: a sco
 signature changed since an earlier run into the same save path replaces the earlier scores of
 that key (the change is named, with both signatures); a comparison of two models whose
 signatures differ is refused row by row (`evaluate.pipeline.comparisons`).
+
+The format itself (where each file lives, the one writer, the one reader, the layout version in
+the manifest) is `evaluate.savepath`'s; this class holds a run's content in memory and writes it
+through that package. Earlier result files are read once per run (`earlier_files`).
 """
 
 from __future__ import annotations
@@ -26,21 +30,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..core.io import atomic_write_json, safe_name
 from ..core.records import Record
 from ..core.scores import ItemScores
-from .results import ModelResults, load_all, signature_diff
-
-
-def battle_stem(model_a: str, model_b: str) -> str:
-    """The file stem of the battle (and comparison) of two models: `<a>__vs__<b>`."""
-    return f"{safe_name(model_a)}__vs__{safe_name(model_b)}"
+from ..savepath import layout, read, write
+from ..savepath.layout import pair_stem as battle_stem
+from ..savepath.manifest import stamp_layout
+from .results import ModelResults, signature_diff
 
 
 class SaveDir:
     """Results, battles and the ranking of one save path, held in memory and written once."""
 
     def __init__(self, path: Path, log: Callable[[str], None] = lambda s: None):
+        """Raises LayoutError (bad input) when the save path was written in a newer layout."""
+        read.check(path)
         self.path = Path(path)
         self.log = log
         self.models: dict[str, ModelResults] = {}
@@ -49,13 +52,20 @@ class SaveDir:
         self.signature_changes: list[dict[str, Any]] = []
         self.opened: set[str] = set()  # models this run scores (the others come from earlier runs)
         self._dicts: tuple[str | None, list[dict[str, Any]]] | None = None
+        self._files: read.ResultFiles | None = None
+        self.unreadable: list[read.Unreadable] = []  # earlier result files that could not be read
         self.writes: dict[str, int] = {}  # path -> times written by this object (tests read it)
 
     # ------------------------------------------------------------------ filling
     def open_model(self, name: str, answer_file: str, records: Iterable[Record],
                    skipped: dict[str, int] | None = None) -> ModelResults:
         """The model's results, starting from its earlier file in this save path (if any)."""
-        res = self.models[name] = ModelResults.open(self.path, name, answer_file, records)
+        path = layout.results_file(self.path, name)
+        earlier = self.earlier_files()
+        old: Any = earlier.by_path().get(path)
+        if old is None:
+            old = next((u for u in earlier.unreadable if u.path == path), None)
+        res = self.models[name] = ModelResults.open(self.path, name, answer_file, records, earlier=old)
         res.skipped_categories = dict(skipped or {})
         self.opened.add(name)
         return res
@@ -67,20 +77,39 @@ class SaveDir:
     def add_battle(self, model_a: str, model_b: str, data: dict[str, Any]) -> Path:
         stem = battle_stem(model_a, model_b)
         self.battles[stem] = data
-        return self.path / "battles" / f"{stem}.json"
+        return layout.battle_file(self.path, stem)
 
     def set_ranking(self, data: dict[str, Any]) -> Path:
         self.ranking = data
-        return self.path / "battles" / "ranking.json"
+        return layout.ranking_file(self.path)
+
+    def earlier_files(self) -> read.ResultFiles:
+        """The result files the save path held before this run, parsed once per run."""
+        if self._files is None:
+            self._files = read.read_results(self.path)
+        return self._files
 
     def include_earlier(self) -> list[str]:
         """Models with a result file here that this run did not open (runs of one model at a time
-        share a save path): read once, so every output shows every model. Returns their names."""
+        share a save path), so every output shows every model; a file that cannot be read is named
+        in the log (and `unreadable`), never dropped silently. Returns the names added."""
         found = []
-        for res in load_all(self.path):
-            if res.model not in self.models:
-                self.models[res.model] = res
-                found.append(res.model)
+        files = self.earlier_files()
+        for path, data in files.found:
+            if data["model"] in self.models:
+                continue
+            try:
+                self.models[data["model"]] = ModelResults.from_dict(data)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                files.unreadable.append(read.Unreadable(path, f"{type(exc).__name__}: {exc}"))
+                continue
+            found.append(data["model"])
+        files.found = [(p, d) for p, d in files.found if not any(u.path == p for u in files.unreadable)]
+        opened = {layout.results_file(self.path, m) for m in self.opened}
+        for bad in files.unreadable:
+            if bad.path not in opened and bad not in self.unreadable:
+                self.unreadable.append(bad)
+                self.log(f"warning: {bad}: not read, so not in this run's outputs (summary, comparisons, report)")
         return found
 
     def stamp(self, prefix: str, field: str, value: Any) -> None:
@@ -119,7 +148,7 @@ class SaveDir:
 
     # ------------------------------------------------------------------ writing
     def _write(self, path: Path, data: Any) -> Path:
-        atomic_write_json(path, data)
+        write.write_json(path, data)
         self.writes[str(path)] = self.writes.get(str(path), 0) + 1
         return path
 
@@ -128,13 +157,15 @@ class SaveDir:
         files: dict[str, list[str]] = {"results": [], "battles": []}
         for res, data in zip(self.results(), self.result_dicts(run_id)):
             res.runs = data["runs"]
-            files["results"].append(str(self._write(ModelResults.path_for(self.path, res.model), data)))
+            files["results"].append(str(self._write(layout.results_file(self.path, res.model), data)))
         for stem, data in self.battles.items():
-            files["battles"].append(str(self._write(self.path / "battles" / f"{stem}.json", data)))
+            files["battles"].append(str(self._write(layout.battle_file(self.path, stem), data)))
         if self.ranking is not None:
-            files["ranking"] = [str(self._write(self.path / "battles" / "ranking.json", self.ranking))]
+            files["ranking"] = [str(self._write(layout.ranking_file(self.path), self.ranking))]
         return files
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
-        self._write(self.path / "manifest.json", manifest)
-        self._write(self.path / "runs" / f"{manifest['run_id']}.json", manifest)
+        """manifest.json and runs/<run_id>.json, stamped with the layout version."""
+        stamp_layout(manifest)
+        self._write(layout.manifest_file(self.path), manifest)
+        self._write(layout.run_manifest_file(self.path, manifest["run_id"]), manifest)

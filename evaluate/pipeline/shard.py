@@ -3,7 +3,7 @@
 A record belongs to shard `I` (1-based) of `N` when sha256 of its id, as a number, is `I-1`
 modulo `N`: the same slice on every machine and for every model (answer files share their ids),
 so both sides of a battle pair are always in the same shard. Each shard writes to its own save
-path, `<save_path>/shard-I-of-N`; `eval.py merge OUT DIR...` joins them (evaluate/merge.py).
+path, `<save_path>/shard-I-of-N`; `eval.py merge OUT DIR...` joins them (evaluate/pipeline/merge.py).
 """
 
 from __future__ import annotations

@@ -2,17 +2,19 @@
 
 Nothing here imports an evaluator or a judge; every file is optional except `results/*.json`,
 and an unreadable optional file is reported (`problems`) rather than fatal, so a half-finished
-or older save path still gets a report.
+or older save path still gets a report. A result file that cannot be read is also in `unreadable`:
+the report and `eval.py summary` then say the output lacks that model and exit 3. The files are
+read through `evaluate.savepath.read`, the save path's one reader.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-COMPARISON_SCHEMA = "llm-eval-comparison/2"
+from ..savepath import read
+from ..savepath.read import ResultFiles
 
 
 class NoResults(Exception):
@@ -33,6 +35,7 @@ class SaveData:
     manifest: dict[str, Any] | None = None
     charts: dict[str, dict[str, Path]] = field(default_factory=dict)  # family -> png stem -> path
     problems: list[str] = field(default_factory=list)  # files that could not be read
+    unreadable: list[str] = field(default_factory=list)  # result files among them: the view lacks their model
 
     @property
     def models(self) -> list[str]:
@@ -57,57 +60,27 @@ class SaveData:
         return None
 
 
-def read_optional(path: Path, problems: list[str]) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: {type(exc).__name__}: {exc}")
-        return None
-
-
-def load_save_path(save_path: Path) -> SaveData:
+def load_save_path(save_path: Path, files: ResultFiles | None = None) -> SaveData:
+    """Everything the report shows, through the save path's one reader (`evaluate.savepath.read`);
+    `files`: the result files as already read. Raises NoResults when no result file is readable,
+    LayoutError (bad input) when the save path was written in a newer layout."""
     save_path = Path(save_path)
-    folder = save_path / "results"
-    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-    if not files:
-        raise NoResults(f"{save_path}: no results/*.json here; is this the save_path of a finished run?")
     problems: list[str] = []
-    results = []
-    for f in files:
-        data = read_optional(f, problems)
-        if isinstance(data, dict) and "model" in data:
-            results.append(data)
-        elif data is not None:
-            problems.append(f"{f}: not a result file (no \"model\")")
-    if not results:
+    manifest_problems: list[str] = []  # listed last, as the manifest is the last file a run writes
+    manifest = read.read_manifest(save_path, manifest_problems)
+    files = files if files is not None else read.read_results(save_path)
+    if not files.found and not files.unreadable:
+        raise NoResults(f"{save_path}: no results/*.json here; is this the save_path of a finished run?")
+    problems.extend(str(u) for u in files.unreadable)
+    if not files.found:
         raise NoResults(f"{save_path}: results/ holds no readable result file ({'; '.join(problems)})")
-    out = SaveData(path=save_path, results=results, problems=problems)
-    for f in sorted((save_path / "battles").glob("*.json")):
-        data = read_optional(f, problems)
-        if not isinstance(data, dict):
-            continue
-        if f.name == "ranking.json":
-            out.ranking = data
-        elif "summary" in data:
-            out.battles.append(data)
-    for f in sorted((save_path / "comparisons").glob("*.json")):
-        data = read_optional(f, problems)
-        if isinstance(data, dict) and isinstance(data.get("rows"), list):
-            if data.get("schema") != COMPARISON_SCHEMA:
-                problems.append(f"{f}: schema {data.get('schema')!r} of an older version, not shown; "
-                                f"`eval.py report {save_path}` writes it again as {COMPARISON_SCHEMA}")
-                continue
-            out.comparisons.append(data)
-    if (save_path / "judge_check.json").is_file():
-        jc = read_optional(save_path / "judge_check.json", problems)
-        out.judge_check = jc if isinstance(jc, dict) else None
-    for f in sorted((save_path / "sageval").glob("*.json")):
-        data = read_optional(f, problems)
-        if isinstance(data, dict):
-            out.sageval[data.get("model", f.stem)] = data
-    if (save_path / "manifest.json").is_file():
-        m = read_optional(save_path / "manifest.json", problems)
-        out.manifest = m if isinstance(m, dict) else None
-    for png in sorted((save_path / "charts").glob("*/*.png")):
-        out.charts.setdefault(png.parent.name, {})[png.stem] = png
+    out = SaveData(path=save_path, results=[d for _, d in files.found], problems=problems,
+                   unreadable=[str(u) for u in files.unreadable])
+    out.battles, out.ranking = read.read_battles(save_path, problems)
+    out.comparisons = read.read_comparisons(save_path, problems)
+    out.judge_check = read.read_judge_check(save_path, problems)
+    out.sageval = read.read_sageval(save_path, problems)
+    out.manifest = manifest
+    problems.extend(manifest_problems)
+    out.charts = read.chart_files(save_path)
     return out

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import tempfile
-from datetime import datetime, timezone
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -36,6 +33,9 @@ from .analysis import (
     significant,
     verdict_detail,
 )
+from ..savepath.layout import report_file
+from ..savepath.manifest import iso
+from ..savepath.write import write_text
 from .data import SaveData, load_save_path
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -49,21 +49,8 @@ def write_report(save_path: Path, out: Path | None = None, *, data: SaveData | N
     if data is None:
         data = load_save_path(save_path)
     html = render(data)
-    target = Path(out) if out is not None else save_path / "report.html"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(html)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)  # mkstemp makes it private; a report is for sharing
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return target
+    target = Path(out) if out is not None else report_file(save_path)
+    return write_text(target, html)  # atomic, readable by all (umask): a report is for sharing
 
 
 def render(data: SaveData) -> str:
@@ -85,7 +72,7 @@ def context(data: SaveData) -> dict[str, Any]:
         "title": (f"Two runs compared: A = {manifest['compared_runs']['A']}, B = {manifest['compared_runs']['B']}"
                   if manifest.get("compared_runs") else f"Evaluation report: {', '.join(data.models)}"),
         "save_path": str(data.path),
-        "generated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "generated": iso(),
         "models": data.models,
         "categories": data.categories,
         "manifest": manifest,

@@ -1,8 +1,7 @@
 """Statistics of comparisons: is B better than A, where, and by how much.
 
 - ``intervals``: bootstrap interval of a mean that never leaves the score's scale; Wilson.
-- ``paired``: paired bootstrap interval and test of a mean difference, Holm adjustment, verdict;
-  what an n can detect.
+- ``paired``: the exact sign-flip test for tiny n and what an n of paired differences can detect.
 - ``mcnemar``: paired pass/fail outcomes (rule checks): McNemar's exact test and its dual exact interval.
 - ``family``: the multiple-comparison family of one pair of models and verdicts read off their intervals.
 - ``scales``: the (low, high) scale of a score from its signature.
@@ -17,8 +16,6 @@ reads and writes those).
 from __future__ import annotations
 
 from .intervals import bootstrap_mean_ci, wilson_interval
-from .paired import PairedResult, holm, paired_compare, verdict
 from .scales import score_scale
 
-__all__ = ["PairedResult", "bootstrap_mean_ci", "holm", "paired_compare", "score_scale", "verdict",
-           "wilson_interval"]
+__all__ = ["bootstrap_mean_ci", "score_scale", "wilson_interval"]

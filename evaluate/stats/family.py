@@ -38,7 +38,7 @@ from scipy.stats import t as student_t
 
 from .intervals import MIN_INTERVAL_N, expanded_tail, resampled_means
 from .mcnemar import INTERVAL_MCNEMAR, TEST_MCNEMAR, is_binary, mcnemar
-from .paired import detectability, min_attainable_p, sign_flip_p
+from .paired import TEST_PERMUTATION, detectability, min_attainable_p, sign_flip_p
 
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
 ALL = "(all)"
@@ -188,7 +188,7 @@ def _decide(row: RowInput, role: str, m: int, alpha: float, power: float, resamp
         p, test = (1.0 if k == 0 else min_attainable_p(k)), "exact sign-flip (all differences equal)"
     elif n < MIN_INTERVAL_N:
         note = f"too few items (n = {n} < {MIN_INTERVAL_N}) for a bootstrap interval"
-        p, test = sign_flip_p(d), "exact sign-flip permutation of the mean difference, two-sided"
+        p, test = sign_flip_p(d), TEST_PERMUTATION
     else:
         interval, p = dual_bootstrap(d, alpha_row, resamples, seed)
         test = "expanded percentile bootstrap of the mean difference (dual to the interval), two-sided"

@@ -1,0 +1,34 @@
+"""The one writer of a save path: every file under it goes through `write_bytes` (atomic: a
+reader never sees half a file). Tests patch `write_bytes` to see every path a run writes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..core import io as core_io
+
+
+def write_bytes(path: Path, data: bytes) -> Path:
+    core_io.atomic_write_bytes(path, data)
+    return Path(path)
+
+
+def write_text(path: Path, text: str) -> Path:
+    # surrogates (a lone "\ud800" from JSON input) cannot be encoded; written escaped, not a crash
+    return write_bytes(path, text.encode("utf-8", errors="backslashreplace"))
+
+
+def write_json(path: Path, data: Any) -> Path:
+    return write_text(path, json.dumps(core_io.clean_json(data), ensure_ascii=False, indent=2,
+                                       default=core_io.json_default) + "\n")
+
+
+def write_figure(path: Path, fig: Any, **savefig_kwargs: Any) -> Path:
+    """A matplotlib figure as PNG, through the one writer."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", **savefig_kwargs)
+    return write_bytes(path, buf.getvalue())
