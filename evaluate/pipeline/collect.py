@@ -137,7 +137,7 @@ def collect(cfg: RunConfig, families: list[str], log: Callable[[str], None] = la
 
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file, cfg.missing)
     if cfg.limit:
         limit_records(sets, cfg.limit)
     apply_shard(sets, getattr(cfg, "shard", None))

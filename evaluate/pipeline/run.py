@@ -26,7 +26,7 @@ from ..core.records import Record
 from ..core.scores import InvalidTally
 from ..core.secrets import scrub_argv
 from ..families import Context, Family
-from .answers import AnswerSet, load_answer_sets
+from .answers import AnswerSet, load_answer_sets, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
 from .config import RunConfig, check_model_names, judge_reachability, resolve_score_names
@@ -67,7 +67,7 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
     check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file, cfg.missing)
     if cfg.limit:
         limit_records(sets, cfg.limit)
     apply_shard(sets, cfg.shard)
@@ -86,7 +86,8 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
     prep = prepare(cfg, families)
     if check is not None:
         check(prep)
-    out = {"dry_run": True, "plan": prep.plan.to_dict(), "plan_text": prep.plan.describe()}
+    out = {"dry_run": True, "plan": prep.plan.to_dict(),
+           "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
     if cfg.judge.backend == "openai" or cfg.judge.price:
         out["estimate"] = estimate(cfg, families)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
@@ -143,10 +144,13 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
         "config_file": str(cfg.source) if cfg.source else None, "argv": scrub_argv(sys.argv),
         "versions": _versions(), "started": _iso(started), "finished": None,
         "models": [{"name": s.name, "answer_file": str(s.path), "sha256": _sha256(s.path),
-                    "records": len(s.records), "empty_outputs": s.empty_output_ids} for s in sets],
+                    "records": len(s.records), "empty_outputs": s.empty_output_ids,
+                    **({"missing_ids": s.missing_ids} if cfg.missing == "common" else {})} for s in sets],
         "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
     }
     log(plan.describe())
+    for line in missing_lines(sets):
+        log(line)
     contexts = {fam: family_context(cfg, fam, sets, judges=judges, save_path=cfg.save_path, save=save, log=log)
                 for fam in prep.contexts}
     for s in sets:
