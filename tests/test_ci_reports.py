@@ -337,3 +337,24 @@ def test_a_per_turn_score_of_a_conversation_can_be_gated(tmp_path):
     assert lines[1] == "gate passed: --fail-under model_a::relevance@turn2=4.5: model_a: GPT/relevance@turn2 = 4.7000 >= 4.5"
     assert code2 == 1 and gate_lines(out2)[0] == lines[0]
     assert code3 == 2 and 'no aggregate named "GPT/relevance@turn7"' in err3
+
+
+def test_junit_of_a_run_whose_judge_is_not_there(tmp_path):
+    """Exit 3 is a test case in error, with the reason; the file still validates."""
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{s.getsockname()[1]}/v1"
+    s.close()
+    cfg = write(tmp_path, category={"classification": {"GPT": ["correctness"]}},
+                judge={"backend": "openai", "model": "fake-judge", "base_url": url, "mode": "generate",
+                       "max_retries": 1, "timeout": 5})
+    junit, md = tmp_path / "j.xml", tmp_path / "m.md"
+    code, out, err = eval_py("--config", str(cfg), "--junit", str(junit), "--markdown", str(md))
+    assert code == 3 and out.strip().splitlines()[-1] == "status: failed"
+    doc = _validate(junit)
+    (case,) = doc.getroot().iter("testcase")
+    assert case.get("name") == "eval.py run" and case.find("error").get("message").startswith(
+        f"exit 3: judge unreachable: {url}")
+    assert "**status: failed** (exit 3: judge unreachable" in md.read_text(encoding="utf-8")

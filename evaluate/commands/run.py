@@ -210,6 +210,8 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
         outcome = run_job(cfg, families=families, charts=not args.no_charts, check=_known_check(gates))
     except JudgeStopped as exc:
         print("status: failed")
+        if ci_files is not None:
+            ci_files.add(str(cfg.source or cfg.save_path), None, [], EXIT_RUN_ERRORS, str(exc), "failed")
         return EXIT_RUN_ERRORS, str(exc)
     manifest = outcome.manifest
     if outcome.view is not None:
@@ -239,7 +241,7 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
 
     status = status_word(code, manifest["status"])
     print(f"status: {status}")
-    if ci_files is not None and outcome.view is not None:
+    if ci_files is not None:
         from ..pipeline.gates import view_of_run
 
         ci_files.add(str(cfg.source or cfg.save_path), outcome.view, results, code, why, status,

@@ -113,7 +113,7 @@ class RunSection:
     """One run's part of the CI files: a config's run or a saved run."""
 
     label: str  # the config file or the save path
-    data: SaveData
+    data: SaveData | None  # None: the run stopped before it had results (a judge that cannot be reached)
     gates: list[GateResult]
     code: int
     why: str
@@ -141,11 +141,12 @@ class CIFiles:
                     raise InputError(f"{flag} {p}: is a folder; give a file name")
         return cls(Path(junit) if junit else None, Path(markdown) if markdown else None)
 
-    def add(self, label: str, data: SaveData, gates: list[GateResult], code: int, why: str, status: str,
+    def add(self, label: str, data: SaveData | None, gates: list[GateResult], code: int, why: str, status: str,
             models: list[str] | None = None) -> None:
-        manifest = data.manifest or {}
+        manifest = (data.manifest if data is not None else None) or {}
         if models is None:
-            models = [m.get("name") for m in manifest.get("models") or [] if isinstance(m, dict)] or list(data.models)
+            models = [m.get("name") for m in manifest.get("models") or [] if isinstance(m, dict)] or \
+                (list(data.models) if data is not None else [])
         self.sections.append(RunSection(label, data, gates, code, why, status, models))
 
     def write(self) -> list[Path]:
@@ -194,7 +195,7 @@ def junit_xml(sections: list[RunSection]) -> str:
             gate_cases.append((_case("eval.py run", "eval.run", f"exit {sec.code}: {sec.why}", "error", "run"), 0, 1))
         out = "\n".join([g.line() for g in sec.gates] + [f"status: {sec.status}"])
         suites.append(_suite(len(suites), f"gates: {sec.label}", gate_cases, props, out))
-        rules = [c for c in rule_cases([r for r in sec.data.results if r.get("model") in sec.models])]
+        rules = rule_cases([r for r in sec.data.results if r.get("model") in sec.models]) if sec.data else []
         if rules:
             cases = []
             for c in rules:
@@ -281,9 +282,11 @@ def markdown_text(sections: list[RunSection]) -> str:
     out: list[str] = []
     for sec in sections:
         data = sec.data
-        models = [m for m in data.models if m in sec.models] or list(data.models)
         out += [f"### eval.py: {_cell(sec.label)}", "",
                 f"**status: {sec.status}** (exit {sec.code}{': ' + _cell(sec.why) if sec.why else ''})", ""]
+        if data is None:
+            continue
+        models = [m for m in data.models if m in sec.models] or list(data.models)
         try:
             keys = shown_scores(data)
         except InputError:
