@@ -303,7 +303,7 @@ def test_missing_common_without_a_target_file(tmp_path):
 
 
 # ---------------------------------------------------------------------- per-turn scores
-def test_a_per_turn_score_of_a_conversation_can_be_gated(tmp_path):
+def test_a_per_turn_score_of_a_conversation_can_be_gated(tmp_path, monkeypatch):
     try:
         from tests.fake_openai_server import FakeOpenAIServer
         from tests.test_conversations import chat_config, judge
@@ -317,16 +317,12 @@ def test_a_per_turn_score_of_a_conversation_can_be_gated(tmp_path):
 
     with FakeOpenAIServer(reply_fn=judge) as server:
         cfg = chat_config(tmp_path, server, edit=only_gpt)
-        env_key = {"CONV_KEY": "sk-conv-test"}
-        os.environ.update(env_key)
-        try:
-            code, out, err = eval_py("--config", str(cfg), "--no-charts", "--fail-under", "GPT/relevance@turn2=3",
-                                     "--fail-under", "model_a::relevance@turn2=4.5")
-            paid = server.chat_calls
-            code2, out2, err2 = eval_py("summary", str(tmp_path / "out"), "--fail-under", "GPT/relevance@turn2=3")
-            code3, out3, err3 = eval_py("summary", str(tmp_path / "out"), "--fail-under", "GPT/relevance@turn7=3")
-        finally:
-            os.environ.pop("CONV_KEY", None)
+        monkeypatch.setenv("CONV_KEY", "sk-conv-test")  # the key the chat config names (judge.api_key_env)
+        code, out, err = eval_py("--config", str(cfg), "--no-charts", "--fail-under", "GPT/relevance@turn2=3",
+                                 "--fail-under", "model_a::relevance@turn2=4.5")
+        paid = server.chat_calls
+        code2, out2, err2 = eval_py("summary", str(tmp_path / "out"), "--fail-under", "GPT/relevance@turn2=3")
+        code3, out3, err3 = eval_py("summary", str(tmp_path / "out"), "--fail-under", "GPT/relevance@turn7=3")
         assert server.chat_calls == paid
     assert code == 1, err[-2000:]
     res = json.loads((tmp_path / "out" / "results" / "model_b.json").read_text())

@@ -186,6 +186,7 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
              ci_files=None) -> tuple[int, str]:
     """One config's run: its exit code and, when not 0, the reason for the last line."""
     from ..backends.probing import probe_judge
+    from ..pipeline.gates import evaluate, failure_reason, outcome_lines, status_word, view_of_run
     from ..pipeline.run import JudgeStopped, plan_only, run_job
 
     if args.export_requests or args.import_results:
@@ -225,8 +226,6 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
         codes.append((check_code, "the judge check did not run (see above)"))
     results = []
     if gates:
-        from ..pipeline.gates import evaluate, failure_reason, outcome_lines, view_of_run
-
         try:
             results = evaluate(gates, view_of_run(outcome))
         except InputError as exc:
@@ -237,13 +236,9 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
             if any(not r.passed for r in results):
                 codes.append((EXIT_FAIL_UNDER, failure_reason(results)))
     code, why = worst(codes)
-    from ..pipeline.gates import status_word
-
     status = status_word(code, manifest["status"])
     print(f"status: {status}")
     if ci_files is not None:
-        from ..pipeline.gates import view_of_run
-
         ci_files.add(str(cfg.source or cfg.save_path), outcome.view, results, code, why, status,
                      view_of_run(outcome).gated)
     return code, why
