@@ -20,8 +20,11 @@
 
 Names (models, categories, scores) are checked against the config and the plan with did-you-mean
 before the run (and in --dry-run): an automatic metric gives its own sub-scores (`BLEU` -> `BLEU-4`,
-`F1 score` -> `F1`), any other family scores under the planned name. After the run each gate
-reads the run's own results, comparisons and battles in memory.
+`F1 score` -> `F1`), any other family scores under the planned name, a conversation's per-turn
+score `X@turnK` under `X`. After the run each gate reads a `GateView`: the run's own results,
+comparisons and battles in memory, or a save path's files (`eval.py summary SAVE --fail-under ...`),
+the same way, so a saved run gives the same lines and exit code as the run that made it. Each gate
+is one `GateResult` and one line, passed or failed, in the models' own names.
 """
 
 from __future__ import annotations
@@ -353,11 +356,6 @@ def score_gate(results: list[Any], g: ScoreGate) -> GateResult:
     return GateResult("--fail-under", g.spec, failures, checked)
 
 
-def score_failures(results: list[Any], gates: list[ScoreGate]) -> list[str]:
-    """Aggregates below their gate (see score_gate)."""
-    return [f for g in gates for f in score_gate(results, g).failures]
-
-
 def worse_gate(comparisons: list[dict[str, Any]], g: WorseGate) -> GateResult:
     """Paired comparisons whose verdict is "the baseline is better" (see the module docstring)."""
     failures, checked = [], []
@@ -449,10 +447,6 @@ def judge_gate(manifest: dict[str, Any]) -> GateResult:
     return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {jc.get('verdict') or 'not checked'}"], "")
 
 
-def judge_failure(manifest: dict[str, Any]) -> list[str]:
-    return judge_gate(manifest).failures
-
-
 def evaluate(gates: Gates, view: GateView) -> list[GateResult]:
     """Every gate, in command-line order by kind, over the gated models only. InputError (exit 2)
     for a gate that matches nothing the run holds."""
@@ -463,12 +457,6 @@ def evaluate(gates: Gates, view: GateView) -> list[GateResult]:
     if gates.untrusted_judge:
         out.append(judge_gate(view.manifest))
     return out
-
-
-def failures(gates: Gates, outcome: Any) -> list[str]:
-    """Every failed gate of a finished run. `outcome`: evaluate.pipeline.run.Outcome (its SaveDir,
-    its report view with the comparisons, its manifest). Only the models this run scored are gated."""
-    return [f for r in evaluate(gates, view_of_run(outcome)) for f in r.failures]
 
 
 def view_of_run(outcome: Any) -> GateView:
