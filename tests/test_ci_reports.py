@@ -235,6 +235,7 @@ def test_rule_checks_by_name_and_their_reasons():
     assert not is_rule_check("Metrics/Length", None, [0.5, 1])  # not pass/fail values
     assert not is_rule_check("Metrics/F1", None, [0, 1])
     assert is_rule_check("Custom/ok", {"rule_check": True}, [1, 0])
+    assert is_rule_check("Metrics/MyCheck", {"outcome": "pass/fail"}, [1, 0])
     res = {"model": "m", "signatures": {}, "items": [
         {"id": "1", "category": "qa", "scores": {"Metrics/Regex": 1.0}},
         {"id": "2", "category": "qa", "scores": {"Metrics/Regex": 0.0},

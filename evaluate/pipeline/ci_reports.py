@@ -9,8 +9,9 @@ message). The exit code stays the gates' verdict: a rule check that fails some i
 case in the report, not exit 1; gate it with `--fail-under MODEL:CATEGORY:ExactMatch=0.9`.
 
 A score is a rule check (`is_rule_check`) when every valid value is 0 or 1 and either its
-signature says `"rule_check": true` or its name after `Metrics/` is one of RULE_CHECKS, alone or
-followed by `-` or `@` (`Metrics/Regex`, `Metrics/Contains-all`, `Metrics/JSON@turn2`).
+signature says so (`"outcome": "pass/fail"`, as the rule-check metrics write it, or
+`"rule_check": true`) or its name after `Metrics/` is one of RULE_CHECKS, alone or followed by `-`
+or `@` (`Metrics/Regex`, `Metrics/Contains-all`, `Metrics/JSON@turn2`).
 
 Markdown: the closing lines as tables (means per model, each pair's verdicts, battles, gates, the
 status with its exit code), for `$GITHUB_STEP_SUMMARY` or a merge-request comment.
@@ -36,6 +37,7 @@ from ..stats.family import ALL
 from .gates import GateResult
 
 RULE_CHECKS = ("ExactMatch", "Contains", "NotContains", "Regex", "JSON", "Length")
+PASS_FAIL = "pass/fail"  # a signature's `outcome` for 0/1 scores (the rule checks' metrics write it)
 MAX_NAMED = 10  # failed items named per test case
 
 
@@ -43,7 +45,7 @@ def is_rule_check(key: str, signature: dict[str, Any] | None, values: list[float
     """A pass/fail score (see the module docstring for the convention)."""
     if not values or any(v not in (0, 1) for v in values):
         return False
-    if isinstance(signature, dict) and signature.get("rule_check") is True:
+    if isinstance(signature, dict) and (signature.get("rule_check") is True or signature.get("outcome") == PASS_FAIL):
         return True
     fam, _, name = key.partition("/")
     return fam == "Metrics" and any(name == r or re.match(re.escape(r) + r"[-@]", name) for r in RULE_CHECKS)
