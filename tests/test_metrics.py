@@ -83,8 +83,9 @@ def test_signatures_name_library_version_and_aggregation():
     assert "jieba" in build("BLEU", "cn").signature()["tokenizer"]
     assert "mean over references" in build("ROUGE", multi_ref="mean").signature()["refs"]
     assert "rouge-score 0.1.2" in build("ROUGE").signature()["library"]
+    required = {"Regex": {"pattern": "x"}, "Length": {"max": 10}}  # rule checks with no sensible default
     for name in METRICS.names():
-        sig = build(name).signature()
+        sig = build(name, **required.get(name, {})).signature()
         assert sig["metric"] == name and sig["aggregate"] and sig["refs"]
 
 

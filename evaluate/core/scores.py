@@ -10,6 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+PASS_FAIL = "pass/fail"
+"""A signature's `outcome` for scores that are 1 (passed) or 0 (failed): rule checks. Their per-model
+interval is Wilson's and their paired test McNemar's exact test (`stats.scales.pass_fail`)."""
+
+
 @dataclass
 class Invalid:
     reason: str

@@ -1,4 +1,5 @@
-"""The `Metrics` family: automatic metrics (BLEU, ROUGE, Distinct, BERTScore, P/R/F1, CHRF).
+"""The `Metrics` family: automatic metrics (BLEU, ROUGE, Distinct, BERTScore, P/R/F1, CHRF) and rule checks
+(ExactMatch, Contains, NotContains, Regex, JSON, Length: pass/fail, `metrics.rule`).
 
 Options per metric come from the config's `metric_options: {METRIC: {option: value}}`; each
 metric checks its own options when it is built, which the config does at load for every metric
@@ -40,8 +41,24 @@ def check_metric_options(metric_options: Any, language: str) -> list[str]:
             try:
                 build(METRICS.canonical(name), language, **opts)
             except (InputError, TypeError, ValueError) as exc:
-                problems.append(_with_key_path(where, str(exc)))
+                # a metric with typed options names every problem with its full key path already
+                problems.extend(getattr(exc, "problems", None) or [_with_key_path(where, str(exc))])
     return problems
+
+
+def resolve_option_paths(metric_options: Any, resolve: Any) -> Any:
+    """`metric_options` with each metric's file options (its class's `path_options`, e.g. JSON's `schema`)
+    resolved by `resolve` (against the config file's folder), so a run works from any directory."""
+    if not isinstance(metric_options, dict):
+        return metric_options
+    out = {}
+    for name, opts in metric_options.items():
+        cls = METRICS.get(name) if name in METRICS else None
+        keys = getattr(cls, "path_options", ()) if cls else ()
+        if isinstance(opts, dict) and keys:
+            opts = {k: (str(resolve(v)) if k in keys and isinstance(v, str) and v else v) for k, v in opts.items()}
+        out[name] = opts
+    return out
 
 
 _OPTION_MESSAGE = re.compile(r"^[\w .+-]+: option (\w+)(?::\s*|\s+)(.*)$", re.S)
@@ -63,7 +80,19 @@ class MetricsFamily(Family):
     conversations = LAST_TURN
 
     def validate(self, ctx, category, names, where, *, used):
-        return [METRICS.unknown_message(name, f"{where}[{i}]") for i, name in enumerate(names) if name not in METRICS]
+        problems = [METRICS.unknown_message(name, f"{where}[{i}]") for i, name in enumerate(names) if name not in METRICS]
+        if problems:
+            return problems
+        for i, name in enumerate(names):
+            try:
+                metric = self.metric(ctx, name)
+            except InputError as exc:
+                if name not in ctx.cfg.metric_options and METRICS.canonical(name) not in ctx.cfg.metric_options:
+                    # no metric_options entry, so nothing checked it when the config loaded (a rule check needs one)
+                    problems.extend(f"{where}[{i}] ({name}): {msg}" for msg in getattr(exc, "problems", None) or [str(exc)])
+                continue  # otherwise reported under metric_options when the config loaded
+            problems.extend(f"{where}[{i}] ({name}): {msg}" for msg in metric.check_category(category))
+        return problems
 
     def metric(self, ctx: Context, name: str) -> Metric:
         canon = METRICS.canonical(name) or name
@@ -90,10 +119,12 @@ class MetricsFamily(Family):
             if not idx:
                 continue
             inputs = [MetricInput(output=records[i].output, references=records[i].targets,
-                                  source=records[i].question) for i in idx]
-            per_item = metric.score(inputs)
-            for i, scores in zip(idx, per_item):
+                                  source=records[i].question, category=category) for i in idx]
+            per_item, why = metric.score_details(inputs)
+            for i, scores, det in zip(idx, per_item, why):
                 items[i].scores.update(scores)
+                if det:
+                    items[i].details.update({sub: dict(det) for sub in scores})
             sig = metric.signature()
             for sub in metric.sub_scores:
                 out.signatures[sub] = sig
@@ -102,5 +133,6 @@ class MetricsFamily(Family):
         for record, item in zip(records, items):
             if record.turns:
                 for sub in (*item.scores, *item.invalid):
-                    item.details[sub] = {"turn": len(record.turns), "of": len(record.turns), "scored": LAST_TURN}
+                    item.details[sub] = {**item.details.get(sub, {}), "turn": len(record.turns),
+                                         "of": len(record.turns), "scored": LAST_TURN}
         return out

@@ -6,7 +6,7 @@ through one `Backend.complete_many` call (dispatch.py). None of them knows which
 to; ranking several models from the battles is statistics (`evaluate.stats.bradley_terry`).
 """
 
-from .battle import BattleItem, BattleJudge, BattleResult, OrderJudgment, battle, battle_all, wilson_interval
+from .battle import BattleItem, BattleJudge, BattleResult, OrderJudgment, battle, battle_all
 from .parsing import parse_pair, parse_rating, score_from_top_logprobs
 from .prompts import (BattlePrompt, EvaluationPrompts, PromptEntry, fill, load_battle_prompt,
                       load_evaluation_prompts)
@@ -16,5 +16,5 @@ __all__ = [
     "BattleItem", "BattleJudge", "BattlePrompt", "BattleResult", "EvaluationPrompts",
     "OrderJudgment", "PromptEntry", "RatingJudge", "battle", "battle_all", "fill",
     "load_battle_prompt", "load_evaluation_prompts", "parse_pair", "parse_rating",
-    "rank", "rate", "score_from_top_logprobs", "wilson_interval",
+    "rank", "rate", "score_from_top_logprobs",
 ]

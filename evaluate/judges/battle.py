@@ -7,7 +7,7 @@ with_reference=False) -> BattleResult``
 ``battle_all(backend, prompt, answers: {model: records}, *, both_orders=True) -> list[BattleResult]``
     every pair of models, all requests in one batched judge call.
 ``BattleResult.summary()`` / ``.to_dict()``; ``.signature`` says how it was made.
-``wilson_interval(successes, n)``.
+The win rate's interval is ``evaluate.stats.intervals.wilson_interval`` (None when nothing was decided).
 Rank more than two models with ``evaluate.stats.bradley_terry.rank(results)``.
 
 How an item is decided
@@ -65,7 +65,7 @@ from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
 from ..core.errors import InputError
 from ..core.records import Record
 from ..stats.intervals import MIN_INTERVAL_N, bootstrap_mean_ci
-from ..stats.intervals import wilson_interval as stats_wilson
+from ..stats.intervals import wilson_interval
 from .dispatch import complete_all
 from .parsing import parse_pair, weighted_pair
 from .prompts import BattlePrompt, fill, render_history
@@ -77,11 +77,6 @@ REFERENCE_BLOCK = {
     "en": "[Reference answer, correct, for comparison]\n{reference}\n[End of reference answer]",
     "cn": "【参考答案（正确答案，供比较）】\n{reference}\n【参考答案结束】",
 }
-
-
-def wilson_interval(successes: float, n: float) -> tuple[float, float]:
-    """95% Wilson score interval for a proportion (evaluate.stats.intervals); (nan, nan) when n == 0."""
-    return stats_wilson(successes, n) or (math.nan, math.nan)
 
 
 @dataclass
@@ -220,7 +215,8 @@ class BattleResult:
         return (self.wins + self.ties / 2) / n if n else math.nan
 
     @property
-    def win_rate_ci(self) -> tuple[float, float]:
+    def win_rate_ci(self) -> tuple[float, float] | None:
+        """95% Wilson interval of the win rate (ties count half); None when no item was decided."""
         return wilson_interval(self.wins + self.ties / 2, self.wins + self.ties + self.losses)
 
     def summary(self) -> dict[str, Any]:
@@ -233,21 +229,21 @@ class BattleResult:
         first_wins = sum(1 for o in decisive if o.verdict == o.order[0])
         one_bad = sum(1 for it in judged if len(it.orders) == 2
                       and sum(o.verdict == "invalid" for o in it.orders) == 1)
-        lo, hi = self.win_rate_ci
+        ci = self.win_rate_ci
         wv = [it.weighted_verdict for it in self.items if it.weighted_verdict is not None]
         weighted = None
         if wv:
             w_wins, w_losses, w_ties = wv.count("A"), wv.count("B"), wv.count("tie")
-            w_lo, w_hi = wilson_interval(w_wins + w_ties / 2, len(wv))
+            w_ci = wilson_interval(w_wins + w_ties / 2, len(wv))
             weighted = {"items": len(wv), "wins": w_wins, "ties": w_ties, "losses": w_losses,
-                        "win_rate": (w_wins + w_ties / 2) / len(wv), "win_rate_ci95": [w_lo, w_hi],
+                        "win_rate": (w_wins + w_ties / 2) / len(wv), "win_rate_ci95": list(w_ci) if w_ci else None,
                         "note": "verdict from the mean over both orders of the probability-weighted score "
                                 "difference (A - B); items without log-probs in every order are left out"}
         soft = soft_summary([it.p_a for it in self.items if it.p_a is not None], self.win_rate)
         return {
             "model_a": self.model_a, "model_b": self.model_b, "items": len(self.items),
             "wins": self.wins, "ties": self.ties, "losses": self.losses, "invalid": self.invalid,
-            "win_rate": self.win_rate, "win_rate_ci95": [lo, hi],
+            "win_rate": self.win_rate, "win_rate_ci95": list(ci) if ci else None,
             "win_rate_note": "ties count half; 95% Wilson score interval",
             "both_orders": self.both_orders, "both_orders_valid": len(both_valid),
             "inconsistent": inconsistent, "flips": flips,

@@ -22,6 +22,7 @@ class MetricInput:
     output: str
     references: Sequence[str] = ()
     source: str = ""  # instruction + input, for metrics that look at the question
+    category: str = ""  # the item's category, for checks configured per category (Regex patterns)
 
 
 class Metric:
@@ -39,6 +40,16 @@ class Metric:
     def score(self, items: Sequence[MetricInput]) -> list[dict[str, float]]:
         """Per-item scores: one dict {sub_score: value} per input item, same order."""
         raise NotImplementedError
+
+    def score_details(self, items: Sequence[MetricInput]) -> tuple[list[dict[str, float]], list[dict[str, Any]]]:
+        """Per-item scores and, per item, what the score rests on (a rule check's reason: the missing string,
+        the JSON error's path), kept in the item's details. Default: `score` and no details."""
+        return self.score(items), [{} for _ in items]
+
+    def check_category(self, category: str) -> list[str]:
+        """Problems with using this metric in `category` (a per-category option that has no entry for it),
+        found when the config loads. Default: none."""
+        return []
 
     def aggregate(self, items: Sequence[MetricInput], per_item: Sequence[dict[str, float]]) -> dict[str, float]:
         """Category-level value per sub-score. Default: mean of the finite per-item values."""

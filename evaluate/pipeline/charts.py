@@ -118,8 +118,11 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
         ax.set_ylim(scale[0], min(scale[1] * 1.1, max(0.1 * scale[1], top * 1.25)))
     n_text = f"n={min(ns)}" if len(ns) == 1 else f"n={min(ns)}-{max(ns)}" if ns else ""
     # two lines: on a one-metric chart the whole note does not fit in one line of the narrow figure
+    kinds = {a.get("ci_method", "bootstrap") for d in by_name.values() for a in d.values() if a.get("ci95")}
+    ci_text = ("Wilson interval of the pass rate" if kinds == {"wilson"} else
+               "bootstrap CI of the mean" + ("; Wilson for pass rates" if "wilson" in kinds else ""))
     bars_note = ("no error bars: too few items (< 10) for a 95% interval" if not with_ci else
-                 "error bars: 95% bootstrap CI of the mean" + ("; none below 10 items" if without_ci else ""))
+                 f"error bars: 95% {ci_text}" + ("; none below 10 items" if without_ci else ""))
     ax.set_title(f"{family} - {category}\n({n_text} items per model; {bars_note})", fontsize=10)
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)

@@ -34,7 +34,7 @@ from typing import Any, Iterable, Sequence
 
 from ..core.io import atomic_write_json, atomic_write_text, clean_json
 from ..stats.family import ALL, EXPLORATORY, RowInput, decide_pair, default_primary, family_method
-from ..stats.scales import score_scale
+from ..stats.scales import pass_fail, score_scale
 from .results import same_signature, signature_diff
 from .savedir import battle_stem
 
@@ -125,8 +125,8 @@ def compare_pair(ra: dict[str, Any], rb: dict[str, Any], *, primary: Sequence[st
     raw = _raw_rows(ra, rb)
     comparable = [r for r in raw if same_signature(r["signature"], r["signature_b"])]
     used, source = pair_primary(primary, {r["score"] for r in comparable if r["category"] == ALL})
-    inputs = [RowInput(r["score"], r["category"], r["xa"], r["xb"], score_scale(r["score"], r["signature"]))
-              for r in comparable]
+    inputs = [RowInput(r["score"], r["category"], r["xa"], r["xb"], score_scale(r["score"], r["signature"]),
+                       binary=pass_fail(r["signature"])) for r in comparable]
     decisions = decide_pair(inputs, used, alpha=ALPHA, power=POWER, resamples=resamples, seed=seed)
     m = sum(d.role != EXPLORATORY for d in decisions)
     a, b = ra["model"], rb["model"]

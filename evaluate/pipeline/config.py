@@ -40,7 +40,7 @@ from ..core.options import parse_options, short as _short, type_name as _type_na
 from ..core.registry import suggest
 from ..core.secrets import scrub_url
 from ..families import FAMILY_REGISTRY, family_names
-from ..families.metrics import check_metric_options
+from ..families.metrics import check_metric_options, resolve_option_paths
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -323,7 +323,7 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
 
     value = raw.get("metric_options")
     if value is not None and chk.expect(value, dict, "metric_options", "a mapping METRIC -> {option: value}"):
-        cfg.metric_options = value
+        cfg.metric_options = value = resolve_option_paths(value, lambda v: _resolve(base, v))
         chk.problems.extend(check_metric_options(value, cfg.language))
 
     for fam in family_names():  # each family's block, checked against its Options dataclass

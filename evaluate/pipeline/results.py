@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from ..core.errors import InputError
 from ..core.io import atomic_write_json, atomic_write_text, safe_name, sha256_text
 from ..core.records import Record
-from ..stats.scales import score_scale
+from ..stats.scales import pass_fail, score_scale
 from ..core.scores import ItemScores
 
 SCHEMA = "llm-eval-results/1"
@@ -58,7 +58,8 @@ def _finite(v: Any) -> bool:
 BOOTSTRAP_MAX_N = 2000  # above this a t interval (clipped to the scale) is accurate and far cheaper
 CI_METHOD = ("95% expanded percentile bootstrap of the mean (2000 resamples, seed 0) for 10 <= n <= 2000, else "
              "Student's t; always inside the score's scale and the range of the values; below 10 items none "
-             "(`ci_note` says why)")
+             "(`ci_note` says why); pass/fail scores (rule checks): the 95% Wilson interval of the pass rate at any n "
+             "(`ci_method`)")
 
 
 def _t975(dof: int) -> float:
@@ -95,8 +96,10 @@ def _bootstrap_ci(xs: tuple[float, ...], scale: tuple[float, float] | None) -> t
     return bootstrap_mean_ci(xs, bounds=scale, expanded=True)
 
 
-def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float, float] | None = None) -> dict[str, Any]:
-    """mean, sample std, 95% interval of the mean (inside the scale; see CI_METHOD), n, invalid, best and worst item."""
+def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float, float] | None = None,
+              binary: bool = False) -> dict[str, Any]:
+    """mean, sample std, 95% interval of the mean (inside the scale; see CI_METHOD), n, invalid, best and worst item.
+    binary: pass (1) / fail (0) scores, whose mean is a pass rate: the interval is Wilson's, at any n."""
     n = len(values)
     agg: dict[str, Any] = {"mean": None, "std": None, "ci95": None, "n": n, "invalid": invalid,
                            "best": None, "worst": None}
@@ -107,6 +110,13 @@ def summarize(values: list[tuple[str, float]], invalid: int, scale: tuple[float,
     std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
     best = max(values, key=lambda p: p[1])
     worst = min(values, key=lambda p: p[1])
+    if binary:
+        from ..stats.intervals import wilson_interval
+
+        wilson = wilson_interval(sum(xs), n)
+        agg.update(mean=mean, std=std, ci95=list(wilson) if wilson else None, ci_method="wilson",
+                   best={"id": best[0], "value": best[1]}, worst={"id": worst[0], "value": worst[1]})
+        return agg
     ci = mean_ci(xs, scale)
     agg.update(mean=mean, std=std, ci95=ci,
                best={"id": best[0], "value": best[1]}, worst={"id": worst[0], "value": worst[1]})
@@ -270,14 +280,15 @@ class ModelResults:
             for key in keys:
                 vals = by_cat.get(cat, {}).get(key, [])
                 inv = inv_cat.get(cat, {}).get(key, 0)
-                agg = summarize(vals, inv, score_scale(key, self.signatures.get(key)))
+                agg = summarize(vals, inv, score_scale(key, self.signatures.get(key)), pass_fail(self.signatures.get(key)))
                 corpus = self.corpus.get(cat, {}).get(key)
                 if corpus is not None:
                     agg["corpus"] = corpus
                 out_cat[cat][key] = agg
                 overall_vals.setdefault(key, []).extend(vals)
                 overall_inv[key] = overall_inv.get(key, 0) + inv
-        overall = {k: summarize(overall_vals.get(k, []), overall_inv.get(k, 0), score_scale(k, self.signatures.get(k)))
+        overall = {k: summarize(overall_vals.get(k, []), overall_inv.get(k, 0), score_scale(k, self.signatures.get(k)),
+                                pass_fail(self.signatures.get(k)))
                    for k in sorted(overall_vals)}
         macro = {}
         for key in overall:

@@ -101,6 +101,29 @@ def _means_table(data: SaveData, keys: list[str], width: int) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
+def _pass_rate_lines(data: SaveData, keys: list[str], width: int) -> list[str]:
+    """Pass/fail scores (rule checks; `ci_method: wilson` in their aggregates): each model's passes of n and
+    the 95% Wilson interval of its pass rate, one line per score."""
+    lines = []
+    for k in keys:
+        cells = []
+        for res in data.results:
+            agg = _overall(res).get(k) or {}
+            if agg.get("ci_method") != "wilson" or not agg.get("n"):
+                continue
+            ci = agg.get("ci95") or [None, None]
+            cells.append(f"{_fit(res.get('model', '?'), 14)} {round(agg['mean'] * agg['n'])}/{agg['n']} "
+                         f"[{num(ci[0], 2)}, {num(ci[1], 2)}]")
+        if cells:
+            lines += _wrap(f"  {k}: " + "; ".join(cells), width, "    ")
+    return (["pass rates, passed/n [95% Wilson interval]:"] + lines) if lines else []
+
+
+def _mcnemar_used(data: SaveData) -> bool:
+    """Whether a comparison row was decided by McNemar's exact test (a pass/fail score)."""
+    return any("McNemar" in str(r.get("test")) for c in data.comparisons for r in c.get("rows") or [])
+
+
 def _verdict_word(row: dict[str, Any], a: str, b: str) -> str:
     if str(row.get("verdict", "")).startswith("not comparable"):
         return "not comparable"
@@ -273,6 +296,7 @@ def closing_summary(source: Path | SaveData, *, width: int | None = None, color:
         color = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     keys = shown_scores(data, scores)
     lines = _means_table(data, keys, width) if keys else ["no scores"]
+    lines += _pass_rate_lines(data, keys, width)
     if len(data.models) > 1 and not data.comparisons:
         lines.append("no comparisons/: differences untested")
     for comp in data.comparisons:
@@ -281,7 +305,9 @@ def closing_summary(source: Path | SaveData, *, width: int | None = None, color:
     if data.comparisons:
         lines += [""] + _wrap("verdicts: per pair, the primary scores over all items are one family; a difference "
                               "is called when its simultaneous 95% interval excludes 0 (Bonferroni); 'too few "
-                              "items': below 10 pairs no interval, an exact test decides", width)
+                              "items': below 10 pairs no interval, an exact test decides"
+                              + ("; pass/fail scores: exact McNemar test and its exact interval, at any n"
+                                 if _mcnemar_used(data) else ""), width)
     if len(data.models) > 2:
         lines += [""] + (_ranking_lines(data.ranking, width) or ["ranking: none (no battles between the models)"])
     run = _run_lines(data.manifest, width)

@@ -3,6 +3,7 @@
 - ``intervals``: bootstrap interval of a mean that never leaves the score's scale; Wilson.
 - ``paired``: paired bootstrap interval and test of a mean difference, Holm adjustment, verdict;
   what an n can detect.
+- ``mcnemar``: paired pass/fail outcomes (rule checks): McNemar's exact test and its dual exact interval.
 - ``family``: the multiple-comparison family of one pair of models and verdicts read off their intervals.
 - ``scales``: the (low, high) scale of a score from its signature.
 - ``bradley_terry``: the Bradley-Terry ranking of several models from their battles.

@@ -16,6 +16,10 @@ differences on the far side of 0), and the bounds are order statistics chosen so
 the interval" and "p < level" are the same event.
 The verdict is read off the interval, so the agreement holds by construction, not by luck.
 
+Paired 0/1 outcomes (rule checks; ``RowInput.binary``) are decided by the exact McNemar test at any n,
+with the exact conditional interval dual to it (``mcnemar``): the same Bonferroni level, the verdict read
+off the interval, which excludes 0 exactly when McNemar's p < alpha / m.
+
 Below ``MIN_INTERVAL_N`` pairs (see ``intervals.MIN_INTERVAL_N``) no interval is shown (the
 percentile bootstrap is too narrow there) and the exact sign-flip test decides; its smallest
 attainable p is 2 / 2^k (k non-zero differences), so with k <= 5 no difference can be called at
@@ -33,6 +37,7 @@ from scipy.stats import norm
 from scipy.stats import t as student_t
 
 from .intervals import MIN_INTERVAL_N, expanded_tail, resampled_means
+from .mcnemar import INTERVAL_MCNEMAR, TEST_MCNEMAR, is_binary, mcnemar
 from .paired import detectability, min_attainable_p, sign_flip_p
 
 CONFIRMATORY, EXPLORATORY = "confirmatory", "exploratory"
@@ -44,7 +49,8 @@ MIN_TAIL_SAMPLES = 40  # resampled means beyond each interval end, so a 1 - 0.05
 
 # family -> score names (after "<Family>/"), best first; the first present is the family's primary score
 _PRIMARY_METRICS = (("BLEU-4", "BLEU"), ("ROUGE-L", "ROUGE"), ("BERTScore-F1", "BERTScore"), ("CHRF",),
-                    ("F1",), ("Distinct-2",), ("METEOR",), ("EM", "ExactMatch"))
+                    ("F1",), ("Distinct-2",), ("METEOR",), ("EM", "ExactMatch"),
+                    ("Contains",), ("NotContains",), ("Regex",), ("JSON",), ("Length",))  # rule checks: each its own kind
 
 
 @dataclass
@@ -56,6 +62,7 @@ class RowInput:
     a: Sequence[float]
     b: Sequence[float]
     scale: tuple[float, float] | None = None
+    binary: bool = False  # pass (1) / fail (0) outcomes: exact McNemar instead of the bootstrap
 
 
 @dataclass
@@ -172,6 +179,9 @@ def _decide(row: RowInput, role: str, m: int, alpha: float, power: float, resamp
     interval, note, p, test = None, None, None, None
     if n == 0:
         note = "no items scored for both models"
+    elif row.binary and is_binary(xa) and is_binary(xb):
+        exact = mcnemar(xa, xb, level)
+        interval, p, test = exact.interval, exact.p, f"{TEST_MCNEMAR}: {exact.b} items only A passed, {exact.c} only B"
     elif np.all(d == d[0]):
         note = "identical scores on every item" if d[0] == 0 else f"every item differs by exactly {d[0]:.3g}"
         k = 0 if d[0] == 0 else n
@@ -213,4 +223,6 @@ def family_method(m: int, alpha: float = 0.05) -> dict[str, Any]:
                   f"{alpha / m:.4g})" if m else "none: the pair has no primary score, every row is exploratory")
     return {"family": FAMILY_SENTENCE, "confirmatory_tests": m, "alpha": alpha, "adjustment": adjustment,
             "interval": "expanded percentile bootstrap of the mean difference (Hesterberg); the verdict is read off the interval",
-            "min_interval_n": MIN_INTERVAL_N}
+            "min_interval_n": MIN_INTERVAL_N,
+            "binary_scores": f"pass/fail scores (rule checks): {TEST_MCNEMAR} at any n; interval: {INTERVAL_MCNEMAR}; "
+                             "same Bonferroni level, verdict read off the interval"}

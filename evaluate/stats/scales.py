@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping
 
+from ..core.scores import PASS_FAIL
+
 _RANGE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:-|to|\.\.)\s*(-?\d+(?:\.\d+)?)\s*$")
 
 
@@ -32,3 +34,9 @@ def score_scale(key: str, signature: Mapping[str, Any] | None) -> tuple[float, f
     if sig.get("evaluator") == "battle":
         return None
     return _parse(sig.get("scale"))
+
+
+def pass_fail(signature: Mapping[str, Any] | None) -> bool:
+    """Whether a score is a pass (1) / fail (0) outcome (a rule check's signature says `outcome: pass/fail`):
+    its mean is a pass rate (Wilson interval) and two models' are compared by McNemar's exact test."""
+    return (signature or {}).get("outcome") == PASS_FAIL
