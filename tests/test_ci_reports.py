@@ -355,3 +355,35 @@ def test_junit_of_a_run_whose_judge_is_not_there(tmp_path):
     assert case.get("name") == "eval.py run" and case.find("error").get("message").startswith(
         f"exit 3: judge unreachable: {url}")
     assert "**status: failed** (exit 3: judge unreachable" in md.read_text(encoding="utf-8")
+
+
+def test_junit_of_the_rule_checks_example(tmp_path):
+    """configs/example_rules.yaml (every rule check on the bundled example): one test case per rule
+    check, model and category of the config, failed exactly where an item scored 0, each failed
+    item named with the reason its details give."""
+    import yaml
+
+    config = REPO / "configs" / "example_rules.yaml"
+    if not config.is_file():
+        pytest.skip("configs/example_rules.yaml is absent (the rule checks are not in this tree)")
+    junit = tmp_path / "j.xml"
+    code, out, err = eval_py("--config", str(config), "--save_path", str(tmp_path / "out"), "--no-charts",
+                             "--junit", str(junit))
+    assert code == 0, err[-2000:]
+    cases = _cases(_validate(junit))
+    rules = {(c, n): v for (k, c, n), v in cases.items() if k == "rule checks"}
+    cats = yaml.safe_load(config.read_text(encoding="utf-8"))["category"]
+    want = {}
+    for model in ("model_a", "model_b"):
+        res = json.loads((tmp_path / "out" / "results" / f"{model}.json").read_text(encoding="utf-8"))
+        for cat, fams in cats.items():
+            for check in fams["Metrics"]:
+                key = f"Metrics/{check}"
+                items = [it for it in res["items"] if it["category"] == cat and key in it["scores"]]
+                bad = [it for it in items if it["scores"][key] == 0]
+                named = "; ".join(f"id {it['id']}: {it['details'][key]['reason']}" for it in bad[:10])
+                want[(f"rules.{model}", f"{cat}: {key}")] = (f"{len(bad)} of {len(items)} items failed: {named}"
+                                                             + (f"; and {len(bad) - 10} more" if len(bad) > 10 else "")
+                                                             if bad else None)
+    assert rules == want
+    assert sum(v is not None for v in want.values()) >= 3 and sum(v is None for v in want.values()) >= 3
