@@ -198,33 +198,70 @@ def test_gate_names_are_checked_in_dry_run_before_anything_is_paid(tmp_path, ser
     assert server.chat_calls == 0 and not (tmp_path / "out").exists()
 
 
+def _gate_lines(out: str) -> list[str]:
+    return [x for x in out.splitlines() if x.startswith(("gate passed: ", "gate FAILED: "))]
+
+
 def test_per_model_relative_and_judge_gates(tmp_path):
+    """Each gate prints one line on stdout, pass or fail, in the user's own model names (`base`,
+    `cand`: never "model_a"), naming the gate; `status:` agrees with the exit code; `eval.py summary
+    SAVE` with the same gates prints the same lines and exits the same way, paying nothing."""
     cats = CATEGORIES[:6]
     n = sum(r["category"] in cats for r in ANSWERS_A)
+    models = [{"name": "base", "path": str(EN / "answers_model_a.json")},
+              {"name": "cand", "path": str(EN / "answers_model_b.json")}]
     with FakeOpenAIServer(reply_fn=rating_by_model) as s:
-        cfg = write(tmp_path, answers=both_models(), battle=True, judge=judge_block(s.url, both_orders=False),
+        cfg = write(tmp_path, answers=models, battle=True, judge=judge_block(s.url, both_orders=False),
                     category={c: {"GPT": ["relevance"]} for c in cats})
-        code, out, err, _ = eval_py("--config", str(cfg), "--no-charts", "--fail-under", "model_a::relevance=3",
-                                    "--fail-if-worse", "model_a:model_b:relevance",
-                                    "--fail-under-win-rate", "model_a:model_b=0.45")
+        passing = ("--fail-under", "base::relevance=3", "--fail-if-worse", "base:cand:relevance",
+                   "--fail-under-win-rate", "base:cand=0.45")
+        code, out, err, _ = eval_py("--config", str(cfg), "--no-charts", *passing)
         assert code == 0, err[-2000:]
         paid = s.chat_calls
         assert paid == 2 * n + n  # ratings of both models, one battle order per item
-        code, out, err, _ = eval_py("--config", str(cfg), "--no-charts", "--fail-under", "model_b::relevance=3",
-                                    "--fail-if-worse", "model_b:model_a:relevance",
-                                    "--fail-under-win-rate", "model_b:model_a=0.45", "--fail-on-untrusted-judge")
+        lines = _gate_lines(out)
+        mean = {m: json.loads((tmp_path / "out" / "results" / f"{m}.json").read_text())["aggregates"]["overall"]
+                ["GPT/relevance"]["mean"] for m in ("base", "cand")}
+        assert mean["base"] == 5 and mean["cand"] < 2
+        assert lines == ["gate passed: --fail-under base::relevance=3: base: GPT/relevance = 5.0000 >= 3",
+                         "gate passed: --fail-if-worse base:cand:relevance: base vs cand on (all):GPT/relevance: "
+                         f"better, mean 5.0000 vs {mean['cand']:.4f} (confirmatory)",
+                         f"gate passed: --fail-under-win-rate base:cand=0.45: base vs cand: win rate 1.000 >= 0.45 "
+                         f"(base {n} wins, 0 ties, 0 losses against cand, 0 invalid)"], out[-1500:]
+        assert out.strip().splitlines()[-1] == "status: ok"
+        failing = ("--fail-under", "cand::relevance=3", "--fail-if-worse", "cand:base:relevance",
+                   "--fail-under-win-rate", "cand:base=0.45", "--fail-on-untrusted-judge")
+        code, out, err, _ = eval_py("--config", str(cfg), "--no-charts", *failing)
         assert code == 1
-        failed = [x for x in err.splitlines() if x.startswith("gate failed: ")]
-        assert failed[0].startswith("gate failed: model_b: GPT/relevance = 1.")
-        assert failed[1].startswith("gate failed: model_b worse than model_a on (all):GPT/relevance")
-        assert failed[2].startswith("gate failed: model_b vs model_a: win rate 0.000 < 0.45")
-        assert failed[3].startswith("gate failed: judge check: not checked")
-        assert last_line(err).startswith("exit 1: 4 gate(s) failed: model_b: GPT/relevance = 1.")
+        failed = _gate_lines(out)
+        assert len(failed) == 4 and all(x.startswith("gate FAILED: ") for x in failed), out[-2000:]
+        assert failed[0] == f"gate FAILED: --fail-under cand::relevance=3: cand: GPT/relevance = {mean['cand']:.4f} < 3"
+        assert failed[1].startswith("gate FAILED: --fail-if-worse cand:base:relevance: cand worse than base on "
+                                    f"(all):GPT/relevance: mean {mean['cand']:.4f} vs 5.0000, confirmatory")
+        assert failed[2] == (f"gate FAILED: --fail-under-win-rate cand:base=0.45: cand vs base: win rate 0.000 < 0.45 "
+                             f"(cand 0 wins, 0 ties, {n} losses against base, 0 invalid)")
+        assert failed[3].startswith("gate FAILED: --fail-on-untrusted-judge: judge check: not checked")
+        assert "model_a" not in out and "model_b" not in out
+        assert out.strip().splitlines()[-1] == "status: gate failed"
+        why = last_line(err)
+        assert why.startswith("exit 1: 4 of 4 gates failed: --fail-under cand::relevance=3 (cand: GPT/relevance = "
+                              f"{mean['cand']:.4f} < 3); --fail-if-worse cand:base:relevance (cand worse than base"), why
+        # the saved run, gated again: the same lines, status and exit code; no judge request
+        save = str(tmp_path / "out")
+        for flags, want_code, want_lines in ((failing, 1, failed), (passing, 0, None)):
+            code2, out2, err2, _ = eval_py("summary", save, *flags)
+            assert code2 == want_code, err2[-1500:]
+            assert _gate_lines(out2) == (want_lines or lines)
+            assert out2.strip().splitlines()[-1] == ("status: gate failed" if want_code else "status: ok")
+            if want_code:
+                assert last_line(err2) == why
         code, out, err, _ = eval_py("--config", str(cfg), "--no-charts", "--fail-under", "*:relevance=3")
-        failed = [x for x in err.splitlines() if x.startswith("gate failed: ")]
-        assert code == 1 and len(failed) >= len(cats) // 2 and all("model_b: " in x for x in failed)
-        assert {x.split(": ")[2].split(":")[0] for x in failed} <= set(cats)  # one line per category
-        assert s.chat_calls == paid  # every later run answered from the cache
+        failed = _gate_lines(out)
+        assert code == 1 and len(failed) == 1 and failed[0].startswith("gate FAILED: --fail-under *:relevance=3: cand: ")
+        by_cat = json.loads((tmp_path / "out" / "results" / "cand.json").read_text())["aggregates"]["by_category"]
+        low = sum(b["GPT/relevance"]["mean"] < 3 for b in by_cat.values())
+        assert low > 3 and f"; and {low - 3} more" in failed[0]  # one line for the gate, three categories named
+        assert s.chat_calls == paid  # every later run answered from the cache, the summaries asked nothing
 
 
 def test_a_failed_judge_wins_over_a_failed_gate(tmp_path):
@@ -233,7 +270,8 @@ def test_a_failed_judge_wins_over_a_failed_gate(tmp_path):
                     category={"classification": {"GPT": ["correctness"], "Metrics": ["F1 score"]}})
         code, out, err, _ = eval_py("--config", str(cfg), "--fail-under", "F1=1.01")
     assert code == 3
-    assert "gate failed: model_a: Metrics/F1" in err
+    assert "gate FAILED: --fail-under F1=1.01: model_a: Metrics/F1" in out
+    assert out.strip().splitlines()[-1] == "status: finished with errors"
     assert last_line(err).startswith("exit 3: GPT: 3 of 3 scores invalid")
 
 
@@ -247,6 +285,8 @@ def test_models_from_an_earlier_run_are_named_and_not_gated(tmp_path):
     assert "model_b: results from an earlier run" in err
     assert "model_a: Metrics/F1" in last_line(err) and "model_b" not in last_line(err)
     assert set(manifest(tmp_path)["from_earlier_runs"]) == {"model_b"}
+    code2, out2, err2, _ = eval_py("summary", str(tmp_path / "out"), "--fail-under", "F1=1.01")
+    assert (code2, last_line(err2)) == (1, last_line(err))  # the saved run gates this run's models only
     code, out, err, _ = eval_py("--config", str(one), "--fail-under", "model_b::F1=0.1")
     assert code == 2 and 'no model "model_b"' in last_line(err)
 

@@ -37,6 +37,18 @@ def worst(results: list[tuple[int, str]]) -> tuple[int, str]:
     return EXIT_OK, ""
 
 
+def run_errors(manifest: dict | None) -> tuple[int, str] | None:
+    """Exit 3 and its reason when a run's manifest holds errors (the judge or scoring failed), read
+    the same way by the run and by `eval.py summary SAVE` on its save path."""
+    errors = (manifest or {}).get("errors") or []
+    if not errors:
+        return None
+    first = errors[0] if isinstance(errors[0], dict) else {"error": errors[0]}
+    where = " / ".join(str(first[k]) for k in ("model", "category", "family") if first.get(k))
+    more = f" (and {len(errors) - 1} more errors in the manifest)" if len(errors) > 1 else ""
+    return EXIT_RUN_ERRORS, (f"{where}: " if where else "") + str(first.get("error")) + more
+
+
 class Parser(argparse.ArgumentParser):
     """Exact flag names only (allow_abbrev=False: `--openai KEY` must not be read as --openai_key and
     then written unscrubbed); an error message never echoes a key-shaped value; exit code 2."""

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..families import family_names
 from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config
-from .common import EXIT_CODES, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, worst
+from .common import EXIT_CODES, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, run_errors, worst
 
 
 def _families_arg(values: list[str] | None) -> list[str] | None:
@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-untrusted-judge", action="store_true",
                    help="exit 1 unless the judge check of this judge and prompts passed (with --judge-check N "
                         "the check runs first)")
+    p.add_argument("--junit", metavar="FILE.xml", help="also write the gates and the rule checks (per model and "
+                   "category) as a JUnit XML file, the format GitLab, Jenkins and GitHub test reporters read")
+    p.add_argument("--markdown", metavar="FILE.md", help="also write the closing lines (means, verdicts, gates, "
+                   "status) as Markdown tables, e.g. for $GITHUB_STEP_SUMMARY or a merge-request comment")
+    p.add_argument("--missing", choices=("refuse", "common"), help="when a model has no answer for some items: "
+                   "refuse the run (the default) or score only the items every model answered, naming per model "
+                   "the ids left out (the config key `missing`)")
     p.add_argument("--probe", action="store_true", help="with --dry-run: also ask the judge's endpoints whether "
                    "they answer (free: GET /models); exit 3 when none does")
     p.add_argument("--no-charts", action="store_true", help="do not draw charts")
@@ -131,6 +138,8 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
 
         cfg.shard = parse_shard(args.shard)
         cfg.save_path = shard_save_path(cfg.save_path, cfg.shard)
+    if getattr(args, "missing", None):
+        cfg.missing = args.missing
     if args.limit is not None:
         if args.limit < 1:
             raise InputError(f"--limit: expected a positive integer, got {args.limit}")
@@ -173,9 +182,11 @@ def _known_check(gates):
     return check
 
 
-def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gates) -> tuple[int, str]:
+def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gates,
+             ci_files=None) -> tuple[int, str]:
     """One config's run: its exit code and, when not 0, the reason for the last line."""
     from ..backends.probing import probe_judge
+    from ..pipeline.gates import evaluate, failure_reason, outcome_lines, status_word, view_of_run
     from ..pipeline.run import JudgeStopped, plan_only, run_job
 
     if any(a.generate is not None for a in cfg.answers):  # answers: entries that name a model
@@ -207,35 +218,37 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
         outcome = run_job(cfg, families=families, charts=not args.no_charts, check=_known_check(gates))
     except JudgeStopped as exc:
         print("status: failed")
+        if ci_files is not None:
+            ci_files.add(str(cfg.source or cfg.save_path), None, [], EXIT_RUN_ERRORS, str(exc), "failed")
         return EXIT_RUN_ERRORS, str(exc)
     manifest = outcome.manifest
     if outcome.view is not None:
         from ..report import closing_summary
 
         print(closing_summary(outcome.view))  # judge usage, cache and invalid counts are part of it
-    print(f"status: {manifest['status']}")
     codes: list[tuple[int, str]] = []
-    if manifest["errors"]:
-        first = manifest["errors"][0]
-        where = " / ".join(str(first[k]) for k in ("model", "category", "family") if first.get(k))
-        more = f" (and {len(manifest['errors']) - 1} more errors in the manifest)" if len(manifest["errors"]) > 1 else ""
-        codes.append((EXIT_RUN_ERRORS, (f"{where}: " if where else "") + str(first.get("error")) + more))
+    if (failed_run := run_errors(manifest)) is not None:
+        codes.append(failed_run)
     if check_code:
         codes.append((check_code, "the judge check did not run (see above)"))
+    results = []
     if gates:
-        from ..pipeline.gates import failures
-
         try:
-            failed = failures(gates, outcome)
+            results = evaluate(gates, view_of_run(outcome))
         except InputError as exc:
             codes.append((EXIT_INPUT, str(exc)))
         else:
-            for line in failed:
-                print(f"gate failed: {line}", file=sys.stderr)
-            if failed:
-                codes.append((EXIT_FAIL_UNDER, f"{len(failed)} gate(s) failed: {failed[0]}"
-                              + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else "")))
-    return worst(codes)
+            for line in outcome_lines(results):  # one line per gate, pass or fail
+                print(line)
+            if any(not r.passed for r in results):
+                codes.append((EXIT_FAIL_UNDER, failure_reason(results)))
+    code, why = worst(codes)
+    status = status_word(code, manifest["status"])
+    print(f"status: {status}")
+    if ci_files is not None:
+        ci_files.add(str(cfg.source or cfg.save_path), outcome.view, results, code, why, status,
+                     view_of_run(outcome).gated)
+    return code, why
 
 
 def _stand_ins(cfg: RunConfig):
@@ -289,15 +302,23 @@ def main(argv: list[str]) -> int:
         for cfg in configs:
             with _stand_ins(cfg):
                 plan_only(cfg, families, check=_known_check(gates))
+    ci_files = None
+    if args.junit or args.markdown:
+        from ..pipeline.ci_reports import CIFiles
+
+        ci_files = CIFiles.at(args.junit, args.markdown)  # checked writable before any work
     results = []
     for i, cfg in enumerate(configs):
         if len(configs) > 1:
             print(f"== config {i + 1} of {len(configs)}: {args.config[i]}")
-        code, why = _run_one(cfg, args, families, gates)
+        code, why = _run_one(cfg, args, families, gates, ci_files)
         if code and len(configs) > 1:
             why = f"config {i + 1} ({args.config[i]}): {why}"
         results.append((code, why))
     code, why = worst(results)
+    if ci_files is not None and not args.dry_run and not (args.export_requests or args.import_results):
+        for path in ci_files.write():
+            print(f"wrote {path}", file=sys.stderr)
     if code:
         print(f"exit {code}: {why}", file=sys.stderr)
     return code

@@ -39,6 +39,7 @@ class AnswerSet:
     path: Path
     records: list[Record]
     empty_output_ids: list[str] = field(default_factory=list)
+    missing_ids: list[str] = field(default_factory=list)  # `missing: common`: ids this model did not answer
 
     def by_id(self) -> dict[str, Record]:
         return {r.id: r for r in self.records}
@@ -319,12 +320,16 @@ def _list(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else "")
 
 
-def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None) -> list[AnswerSet]:
+def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None,
+                     missing: str = "refuse") -> list[AnswerSet]:
     """Load each model's answers and merge the targets in, checking the files agree.
 
     The target file (when given) is the source of the references; ids and categories must agree
     between it and every answer file. Without a target file each record's own `target` is used.
+    `missing`: "refuse" (an id some model did not answer is an error) or "common" (every model keeps
+    only the ids every model answered; each set names the ids it did not answer in `missing_ids`).
     """
+    common = missing == "common"
     targets: dict[str, Record] | None = None
     if target_file is not None:
         targets = {r.id: r for r in load_records(target_file, need_output=False)}
@@ -338,10 +343,10 @@ def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None) 
         records = load_records(path)
         if targets is not None:
             ids = {r.id for r in records}
-            missing = [i for i in targets if i not in ids]
+            missing_here = [i for i in targets if i not in ids]
             extra = [r.id for r in records if r.id not in targets]
-            if missing:
-                problems.append(f"{path}: no answer for ids in the target file {target_file}: {_list(missing)}")
+            if missing_here and not common:
+                problems.append(f"{path}: no answer for ids in the target file {target_file}: {_list(missing_here)}")
             if extra:
                 problems.append(f"{path}: ids not in the target file {target_file}: {_list(extra)}")
             wrong_cat = [f"{r.id} ({r.category!r} vs {targets[r.id].category!r})" for r in records
@@ -356,7 +361,7 @@ def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None) 
         first = {r.id: r.category for r in sets[0].records}
         for s in sets[1:]:
             other = {r.id: r.category for r in s.records}
-            if set(other) != set(first):
+            if set(other) != set(first) and not common:
                 diff = sorted(set(other) ^ set(first))
                 problems.append(f"{s.path}: ids differ from {sets[0].path}: {_list(diff)}")
             wrong = [i for i in other if i in first and other[i] != first[i]]
@@ -365,8 +370,37 @@ def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None) 
             problems.extend(_conversation_mismatches(s.path, s.records, sets[0].path, sets[0].by_id()))
     if problems:
         raise ConfigError(problems)
+    if common:
+        _keep_common(sets, list(targets) if targets is not None else None)
     check_encodable(sets)
     return sets
+
+
+def missing_lines(sets: list[AnswerSet]) -> list[str]:
+    """`missing: common`, in words: per model the ids it did not answer, and what was scored."""
+    if not any(s.missing_ids for s in sets):
+        return []
+    n = len(sets[0].records) if sets else 0
+    lines = [f"missing: common: {s.name} did not answer {len(s.missing_ids)} ids: {_list(s.missing_ids)}"
+             for s in sets if s.missing_ids]
+    return lines + [f"missing: common: every model is scored on the {n} items all {len(sets)} models answered; "
+                    "the ids above are left out for every model"]
+
+
+def _keep_common(sets: list[AnswerSet], all_ids: list[str] | None) -> None:
+    """`missing: common`: each set keeps the ids every set answered, in its own order, and names the
+    ids it did not answer (of the target file's, else of every set's). Never an empty run."""
+    if all_ids is None:
+        all_ids = list(dict.fromkeys(r.id for s in sets for r in s.records))
+    answered = [{r.id for r in s.records} for s in sets]
+    keep = set.intersection(*answered) if answered else set()
+    if not keep:
+        raise InputError("missing: common: no item was answered by every model ("
+                         + "; ".join(f"{s.path}: {len(a)} ids" for s, a in zip(sets, answered)) + ")")
+    for s, ids in zip(sets, answered):
+        s.missing_ids = [i for i in all_ids if i not in ids]
+        s.records = [r for r in s.records if r.id in keep]
+        s.empty_output_ids = [i for i in s.empty_output_ids if i in keep]
 
 
 def check_encodable(sets: list[AnswerSet]) -> None:

@@ -47,8 +47,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
     "judge", "gpt_with_reference", "metric_options", "battle", "limit", "max_invalid_share", "primary",
-    "summary_scores",
+    "summary_scores", "missing",
 )
+MISSING = ("refuse", "common")  # `missing:` what a model without an answer for some items does to the run
 
 
 def top_level_keys() -> tuple[str, ...]:
@@ -96,6 +97,7 @@ class RunConfig:
     max_invalid_share: float = 1.0  # a family with this share of invalid scores (or more) fails the run: exit 3
     primary: list[str] | None = None  # confirmatory scores of each pair (`Family/name`); None: a default per family
     summary_scores: list[str] | None = None  # scores of the closing lines; None: the primary scores
+    missing: str = "refuse"  # an item some model did not answer: refuse the run, or score the common items
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -126,6 +128,7 @@ class RunConfig:
             "battle": self.battle,
             "max_invalid_share": self.max_invalid_share,
             **{k: v for k, v in (("primary", self.primary), ("summary_scores", self.summary_scores)) if v},
+            **({"missing": self.missing} if self.missing != "refuse" else {}),
         }
 
     def family_options(self, family: str) -> Any:
@@ -332,6 +335,15 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
                                 f"that fails a run), got {value!r}")
         else:
             cfg.max_invalid_share = float(value)
+
+    value = raw.get("missing")
+    if value is not None and chk.expect(value, str, "missing", f"one of {', '.join(MISSING)}"):
+        if value not in MISSING:
+            chk.problems.append(f'missing: "{value}" is not a policy{suggest(value, list(MISSING))}; expected '
+                                "refuse (the default: one missing answer refuses the run) or common (score the "
+                                "items every model answered)")
+        else:
+            cfg.missing = value
 
     for key in ("primary", "summary_scores"):
         value = raw.get(key)

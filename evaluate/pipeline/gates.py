@@ -20,13 +20,17 @@
 
 Names (models, categories, scores) are checked against the config and the plan with did-you-mean
 before the run (and in --dry-run): an automatic metric gives its own sub-scores (`BLEU` -> `BLEU-4`,
-`F1 score` -> `F1`), any other family scores under the planned name. After the run each gate
-reads the run's own results, comparisons and battles in memory.
+`F1 score` -> `F1`), any other family scores under the planned name, a conversation's per-turn
+score `X@turnK` under `X`. After the run each gate reads a `GateView`: the run's own results,
+comparisons and battles in memory, or a save path's files (`eval.py summary SAVE --fail-under ...`),
+the same way, so a saved run gives the same lines and exit code as the run that made it. Each gate
+is one `GateResult` and one line, passed or failed, in the models' own names.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +39,7 @@ from ..core.registry import suggest
 
 ALL_ROWS = "(all)"
 EVERY = "*"
+TURN = re.compile(r"@turn[1-9][0-9]*$")
 
 
 @dataclass(frozen=True)
@@ -159,6 +164,7 @@ def _plausible(score: str, planned: list[str]) -> bool:
     """A gate's score against the planned keys (case-insensitive): the same key, or a sub-score the
     planned one may give under its own name (`X` -> `X-2`)."""
     fam, _, name = score.lower().rpartition("/")
+    name = TURN.sub("", name)  # a conversation's per-turn score `X@turnK` is planned as `X`
     for key in planned:
         kfam, _, kname = key.lower().rpartition("/")
         if fam and fam != kfam:
@@ -234,59 +240,147 @@ def known_of(plan: Any, models: list[str]) -> Known:
 
 
 # ---------------------------------------------------------------------- after the run
+@dataclass
+class GateView:
+    """What the gates read, the same whether a run just finished (from memory) or a save path is
+    gated later (`eval.py summary SAVE --fail-under ...`, from its files): the result dicts
+    (`model`, `aggregates`), the comparison files' dicts, the battle files' dicts, the manifest,
+    and the models this run scored (only those are gated)."""
+
+    results: list[dict[str, Any]]
+    comparisons: list[dict[str, Any]]
+    battles: list[dict[str, Any]]
+    manifest: dict[str, Any]
+    gated: list[str]
+
+    @classmethod
+    def of(cls, data: Any, gated: list[str] | None = None) -> "GateView":
+        """From a report's SaveData (evaluate.report.data); `gated`: default the manifest's models."""
+        manifest = data.manifest or {}
+        if gated is None:
+            gated = [m.get("name") for m in manifest.get("models") or [] if isinstance(m, dict)] or list(data.models)
+        return cls(list(data.results), list(data.comparisons or []), list(data.battles or []), manifest, gated)
+
+    def known(self) -> Known:
+        """What the gates may name: the gated models, the categories and score keys of their results."""
+        res = [r for r in self.results if r.get("model") in self.gated]
+        cats = sorted({c for r in res for c in (r.get("aggregates") or {}).get("by_category") or {}})
+        scores = sorted({k for r in res for block in _blocks(r) for k in block})
+        battles = any({(b.get("summary") or {}).get("model_a"), (b.get("summary") or {}).get("model_b")}
+                      <= set(self.gated) for b in self.battles)
+        return Known(models=list(self.gated), categories=cats, scores=scores, battles=battles,
+                     judge=any(k.startswith("GPT/") for k in scores))
+
+
 def _matches(key: str, score: str) -> bool:
     return key.lower() == score.lower() or _short(key).lower() == score.lower()
 
 
-def score_failures(results: list[Any], gates: list[ScoreGate]) -> list[str]:
-    """Aggregates below their gate. `results`: ModelResults of this run's models. InputError when a
-    gate matches no aggregate of the models it names (the names were plausible, the scores not)."""
-    failures = []
-    for g in gates:
-        matched = False
-        for res in results:
-            if g.model and res.model != g.model:
-                continue
-            aggs = res.aggregates()
-            if g.category == EVERY:
-                blocks = list(aggs["by_category"].items())
-            else:
-                blocks = [(g.category, aggs["by_category"].get(g.category, {}) if g.category else aggs["overall"])]
-            for cat, block in blocks:
-                for key, agg in block.items():
-                    if not _matches(key, g.score):
-                        continue
-                    matched = True
-                    mean = agg.get("mean")
-                    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
-                        failures.append(f"{res.model}: {cat + ':' if cat else ''}{key} has no valid score (gate {g.value:g})")
-                    elif mean < g.value:
-                        failures.append(f"{res.model}: {cat + ':' if cat else ''}{key} = {mean:.4f} < {g.value:g}")
-        if not matched:
-            known = sorted({k for r in results for k in r.aggregates()["overall"]})
-            raise InputError(f'--fail-under "{g.spec}": no aggregate named "{g.score}"'
-                             f"{' in category ' + g.category if g.category and g.category != EVERY else ''}"
-                             f"{suggest(g.score, known + [_short(k) for k in known])} (known: {', '.join(known)})")
-    return failures
+def _blocks(res: dict[str, Any]) -> list[dict[str, Any]]:
+    aggs = res.get("aggregates") or {}
+    return [aggs.get("overall") or {}, *(aggs.get("by_category") or {}).values()]
+
+
+@dataclass
+class GateResult:
+    """One gate's outcome: its one line, pass or fail, in the user's own model names."""
+
+    flag: str  # "--fail-under", ...
+    spec: str  # as written on the command line ("" for --fail-on-untrusted-judge)
+    failures: list[str]  # what failed, one entry per aggregate / row / pair
+    checked: str  # what passed, in words (the line of a passing gate)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+    @property
+    def name(self) -> str:
+        return f"{self.flag} {self.spec}".strip()
+
+    def line(self, shown: int = 3) -> str:
+        if self.passed:
+            return f"gate passed: {self.name}: {self.checked}"
+        more = f"; and {len(self.failures) - shown} more" if len(self.failures) > shown else ""
+        return f"gate FAILED: {self.name}: {'; '.join(self.failures[:shown])}{more}"
+
+
+def _mean(agg: dict[str, Any]) -> float | None:
+    mean = agg.get("mean")
+    if not isinstance(mean, (int, float)) or isinstance(mean, bool) or math.isnan(mean):
+        return None
+    return float(mean)
+
+
+def _aggregates_of(res: Any) -> dict[str, Any]:
+    return res.aggregates() if hasattr(res, "aggregates") else (res.get("aggregates") or {})
+
+
+def _model_of(res: Any) -> str:
+    return res.model if hasattr(res, "model") else res.get("model", "")
+
+
+def score_gate(results: list[Any], g: ScoreGate) -> GateResult:
+    """One --fail-under gate over the results (dicts or ModelResults) of the gated models. InputError
+    when it matches no aggregate of the models it names (the names were plausible, the scores not)."""
+    failures, seen = [], []
+    for res in results:
+        model = _model_of(res)
+        if g.model and model != g.model:
+            continue
+        aggs = _aggregates_of(res)
+        if g.category == EVERY:
+            blocks = list((aggs.get("by_category") or {}).items())
+        else:
+            blocks = [(g.category, (aggs.get("by_category") or {}).get(g.category, {}) if g.category
+                       else aggs.get("overall") or {})]
+        for cat, block in blocks:
+            for key, agg in block.items():
+                if not _matches(key, g.score):
+                    continue
+                where = f"{model}: {cat + ':' if cat else ''}{key}"
+                mean = _mean(agg)
+                seen.append((mean, where))
+                if mean is None:
+                    failures.append(f"{where} has no valid score (gate {g.value:g})")
+                elif mean < g.value:
+                    failures.append(f"{where} = {mean:.4f} < {g.value:g}")
+    if not seen:
+        known = sorted({k for r in results for k in (_aggregates_of(r).get("overall") or {})})
+        raise InputError(f'--fail-under "{g.spec}": no aggregate named "{g.score}"'
+                         f"{' in category ' + g.category if g.category and g.category != EVERY else ''}"
+                         f"{suggest(g.score, known + [_short(k) for k in known])} (known: {', '.join(known)})")
+    low, where = min(seen, key=lambda x: float("inf") if x[0] is None else x[0])
+    checked = (f"{where} = {low:.4f} >= {g.value:g}" if len(seen) == 1 else
+               f"lowest of {len(seen)} aggregates {where} = {low:.4f} >= {g.value:g}")
+    return GateResult("--fail-under", g.spec, failures, checked)
+
+
+def worse_gate(comparisons: list[dict[str, Any]], g: WorseGate) -> GateResult:
+    """Paired comparisons whose verdict is "the baseline is better" (see the module docstring)."""
+    failures, checked = [], []
+    comp = next((c for c in comparisons if {c.get("model_a"), c.get("model_b")} == {g.candidate, g.baseline}), None)
+    rows = [r for r in (comp or {}).get("rows", []) if r.get("category") == g.category and _matches(r.get("score", ""), g.score)]
+    if not rows:
+        raise InputError(f'--fail-if-worse "{g.spec}": the run has no comparison row of {g.candidate} and '
+                         f"{g.baseline} on {g.score} ({g.category})")
+    for r in rows:
+        if r.get("better") == g.baseline:
+            failures.append(f"{g.candidate} worse than {g.baseline} on {g.category}:{r['score']}: mean "
+                            f"{_mean_of(r, comp, g.candidate):.4f} vs {_mean_of(r, comp, g.baseline):.4f}, "
+                            f"{_evidence(r)}")
+        elif r.get("better") is None and str(r.get("verdict", "")).startswith("not comparable"):
+            raise InputError(f'--fail-if-worse "{g.spec}": {r["verdict"]}')
+        else:
+            said = ("better" if r.get("better") == g.candidate else "no detectable difference")
+            checked.append(f"{g.candidate} vs {g.baseline} on {g.category}:{r['score']}: {said}, mean "
+                           f"{_mean_of(r, comp, g.candidate):.4f} vs {_mean_of(r, comp, g.baseline):.4f} "
+                           f"({r.get('role') or 'exploratory'})")
+    return GateResult("--fail-if-worse", g.spec, failures, "; ".join(checked))
 
 
 def worse_failures(comparisons: list[dict[str, Any]], gates: list[WorseGate]) -> list[str]:
-    """Paired comparisons whose verdict is "the baseline is better" (see the module docstring)."""
-    failures = []
-    for g in gates:
-        comp = next((c for c in comparisons if {c.get("model_a"), c.get("model_b")} == {g.candidate, g.baseline}), None)
-        rows = [r for r in (comp or {}).get("rows", []) if r.get("category") == g.category and _matches(r.get("score", ""), g.score)]
-        if not rows:
-            raise InputError(f'--fail-if-worse "{g.spec}": the run has no comparison row of {g.candidate} and '
-                             f"{g.baseline} on {g.score} ({g.category})")
-        for r in rows:
-            if r.get("better") == g.baseline:
-                failures.append(f"{g.candidate} worse than {g.baseline} on {g.category}:{r['score']}: mean "
-                                f"{_mean_of(r, comp, g.candidate):.4f} vs {_mean_of(r, comp, g.baseline):.4f}, "
-                                f"{_evidence(r)}")
-            elif r.get("better") is None and str(r.get("verdict", "")).startswith("not comparable"):
-                raise InputError(f'--fail-if-worse "{g.spec}": {r["verdict"]}')
-    return failures
+    return [f for g in gates for f in worse_gate(comparisons, g).failures]
 
 
 def _evidence(row: dict[str, Any]) -> str:
@@ -306,9 +400,14 @@ def _mean_of(row: dict[str, Any], comp: dict[str, Any], model: str) -> float:
     return float("nan") if v is None else float(v)
 
 
-def win_rate_of(battles: dict[str, dict[str, Any]], candidate: str, baseline: str) -> tuple[float, dict[str, Any]] | None:
-    """The candidate's win rate against the baseline in this run's battles (ties half), or None."""
-    for data in battles.values():
+def _battle_list(battles: Any) -> list[dict[str, Any]]:
+    return list(battles.values()) if isinstance(battles, dict) else list(battles or [])
+
+
+def win_rate_of(battles: Any, candidate: str, baseline: str) -> tuple[float, dict[str, Any]] | None:
+    """The candidate's win rate against the baseline in this run's battles (ties half), or None.
+    `battles`: the battle dicts (a list, or a mapping stem -> dict)."""
+    for data in _battle_list(battles):
         s = data.get("summary") or {}
         a, b = s.get("model_a"), s.get("model_b")
         wr = s.get("win_rate")
@@ -318,36 +417,76 @@ def win_rate_of(battles: dict[str, dict[str, Any]], candidate: str, baseline: st
     return None
 
 
-def win_rate_failures(battles: dict[str, dict[str, Any]], gates: list[WinRateGate]) -> list[str]:
-    failures = []
-    for g in gates:
-        got = win_rate_of(battles, g.candidate, g.baseline)
-        if got is None:
-            failures.append(f"{g.candidate} vs {g.baseline}: no decided battle in this run (gate {g.value:g})")
-        elif got[0] < g.value:
-            s = got[1]
-            failures.append(f"{g.candidate} vs {g.baseline}: win rate {got[0]:.3f} < {g.value:g} "
-                            f"({s.get('wins')} / {s.get('ties')} / {s.get('losses')} wins/ties/losses of model_a, "
-                            f"{s.get('invalid')} invalid)")
-    return failures
+def _record(s: dict[str, Any], candidate: str) -> str:
+    """The battle's counts from the candidate's side, in the models' own names."""
+    wins, losses = (s.get("wins"), s.get("losses")) if s.get("model_a") == candidate else (s.get("losses"), s.get("wins"))
+    other = s.get("model_b") if s.get("model_a") == candidate else s.get("model_a")
+    return (f"{candidate} {wins} wins, {s.get('ties')} ties, {losses} losses against {other}, "
+            f"{s.get('invalid')} invalid")
 
 
-def judge_failure(manifest: dict[str, Any]) -> list[str]:
+def win_rate_gate(battles: Any, g: WinRateGate) -> GateResult:
+    got = win_rate_of(battles, g.candidate, g.baseline)
+    if got is None:
+        return GateResult("--fail-under-win-rate", g.spec,
+                          [f"{g.candidate} vs {g.baseline}: no decided battle in this run (gate {g.value:g})"], "")
+    text = f"{g.candidate} vs {g.baseline}: win rate {got[0]:.3f}"
+    if got[0] < g.value:
+        return GateResult("--fail-under-win-rate", g.spec, [f"{text} < {g.value:g} ({_record(got[1], g.candidate)})"], "")
+    return GateResult("--fail-under-win-rate", g.spec, [], f"{text} >= {g.value:g} ({_record(got[1], g.candidate)})")
+
+
+def win_rate_failures(battles: Any, gates: list[WinRateGate]) -> list[str]:
+    return [f for g in gates for f in win_rate_gate(battles, g).failures]
+
+
+def judge_gate(manifest: dict[str, Any]) -> GateResult:
     jc = manifest.get("judge_check") or {}
     if jc.get("trustworthy") is True:
-        return []
-    return [f"judge check: {jc.get('verdict') or 'not checked'}"]
+        return GateResult("--fail-on-untrusted-judge", "", [], f"judge check: {jc.get('verdict') or 'passed'}")
+    return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {jc.get('verdict') or 'not checked'}"], "")
 
 
-def failures(gates: Gates, outcome: Any) -> list[str]:
-    """Every failed gate of a finished run. `outcome`: evaluate.pipeline.run.Outcome (its SaveDir,
-    its report view with the comparisons, its manifest). Only the models this run scored are gated."""
-    save, view, manifest = outcome.save, outcome.view, outcome.manifest
-    results = [r for r in save.results() if r.model in save.opened]
-    out = score_failures(results, gates.scores)
-    if gates.worse:
-        out += worse_failures(list(getattr(view, "comparisons", None) or []), gates.worse)
-    out += win_rate_failures(save.battles, gates.win_rates)
+def evaluate(gates: Gates, view: GateView) -> list[GateResult]:
+    """Every gate, in command-line order by kind, over the gated models only. InputError (exit 2)
+    for a gate that matches nothing the run holds."""
+    results = [r for r in view.results if r.get("model") in view.gated]
+    out = [score_gate(results, g) for g in gates.scores]
+    out += [worse_gate(view.comparisons, g) for g in gates.worse]
+    out += [win_rate_gate(view.battles, g) for g in gates.win_rates]
     if gates.untrusted_judge:
-        out += judge_failure(manifest)
+        out.append(judge_gate(view.manifest))
     return out
+
+
+def view_of_run(outcome: Any) -> GateView:
+    """The gates' view of a run that just finished: its report view, or the SaveDir's results when
+    there is none; only the models this run scored are gated."""
+    save, view, manifest = outcome.save, outcome.view, outcome.manifest
+    gated = [m for m in save.models if m in save.opened]
+    if view is not None:
+        return GateView(list(view.results), list(view.comparisons or []), _battle_list(save.battles), manifest, gated)
+    return GateView(save.result_dicts(), [], _battle_list(save.battles), manifest, gated)
+
+
+# ---------------------------------------------------------------------- what the user reads
+def outcome_lines(results: list[GateResult]) -> list[str]:
+    """One line per gate, pass or fail (stdout, before the status line)."""
+    return [r.line() for r in results]
+
+
+def failure_reason(results: list[GateResult]) -> str:
+    """The reason of exit 1, naming each failed gate."""
+    failed = [r for r in results if not r.passed]
+    named = "; ".join(f"{r.name} ({r.failures[0]}{f' and {len(r.failures) - 1} more' if len(r.failures) > 1 else ''})"
+                      for r in failed[:3])
+    more = f"; and {len(failed) - 3} more" if len(failed) > 3 else ""
+    return f"{len(failed)} of {len(results)} gates failed: {named}{more}"
+
+
+def status_word(code: int, manifest_status: str | None) -> str:
+    """The `status:` line's word, agreeing with the exit code: 0 ok, 1 a gate failed, 2 bad input,
+    3 the manifest's own status (failed / finished with errors)."""
+    if code == 3:
+        return manifest_status if manifest_status not in (None, "ok") else "finished with errors"
+    return {0: "ok", 1: "gate failed", 2: "bad input"}.get(code, manifest_status or "unknown")

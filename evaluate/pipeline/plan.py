@@ -191,7 +191,7 @@ def load_inputs(cfg: RunConfig, families: list[str]) -> Prepared:
 
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file)
+    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file, cfg.missing)
     if cfg.limit:
         limit_records(sets, cfg.limit)
     apply_shard(sets, getattr(cfg, "shard", None))

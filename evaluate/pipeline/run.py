@@ -24,7 +24,7 @@ from ..core.secrets import scrub_argv
 from ..families import Context, Family
 from ..savepath import read as savepath_read
 from ..savepath.manifest import iso as _iso, new_run_id, versions
-from .answers import AnswerSet
+from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
 from .config import RunConfig, check_model_names, judge_reachability, resolve_score_names
@@ -55,7 +55,8 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
     prep = prepare(cfg, families)
     if check is not None:
         check(prep)
-    out = {"dry_run": True, "plan": prep.plan.to_dict(), "plan_text": prep.plan.describe()}
+    out = {"dry_run": True, "plan": prep.plan.to_dict(),
+           "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
     if cfg.judge.backend == "openai" or cfg.judge.price:
         out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
@@ -112,10 +113,13 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
         "config_file": str(cfg.source) if cfg.source else None, "argv": scrub_argv(sys.argv),
         "versions": versions(), "started": _iso(started), "finished": None,
         "models": [{"name": s.name, "answer_file": str(s.path), "sha256": _sha256(s.path),
-                    "records": len(s.records), "empty_outputs": s.empty_output_ids} for s in sets],
+                    "records": len(s.records), "empty_outputs": s.empty_output_ids,
+                    **({"missing_ids": s.missing_ids} if cfg.missing == "common" else {})} for s in sets],
         "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
     }
     log(plan.describe())
+    for line in missing_lines(sets):
+        log(line)
     contexts = {fam: family_context(cfg, fam, sets, judges=judges, save_path=cfg.save_path, save=save, log=log)
                 for fam in prep.contexts}
     for s in sets:

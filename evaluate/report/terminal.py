@@ -269,6 +269,12 @@ def _run_lines(manifest: dict[str, Any] | None, width: int) -> list[str]:
         lines.append(f"judge cache: {c['path']}")  # a path is never cut
         lines.append(f"  {c['entries']:,} entries, {c['bytes'] / 1e6:.1f} MB; this run {c['hits']:,} hits, "
                      f"{c['misses']:,} misses" + (f" ({c['hits'] / asked:.0%} hits)" if asked else ""))
+    left = [(m.get("name"), m.get("missing_ids")) for m in manifest.get("models") or []
+            if isinstance(m, dict) and m.get("missing_ids")]
+    if left:  # `missing: common`: what was left out, per model
+        named = "; ".join(f"{name} did not answer {len(ids)}: {', '.join(map(str, ids[:10]))}"
+                          + (f" and {len(ids) - 10} more" if len(ids) > 10 else "") for name, ids in left)
+        lines += _wrap(f"left out (missing: common, every model scored on the same items): {named}", width)
     inv = manifest.get("invalid") or {}
     if inv:
         parts = [f"{fam} {v.get('invalid', 0)} of {v.get('valid', 0) + v.get('invalid', 0)}"
