@@ -1,0 +1,129 @@
+"""A new user's first hour (issue 30): each place a user tripped, through `python eval.py` as a
+subprocess the way the user ran it: the exit code, what the terminal says, what was written."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+except ImportError:
+    from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+
+REPO = Path(__file__).resolve().parents[1]
+EN = REPO / "examples" / "en"
+
+
+def eval_py(*argv: str, timeout: float = 180, cwd: Path = REPO) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, str(REPO / "eval.py"), *argv], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "80"})
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert "RuntimeWarning" not in proc.stderr, proc.stderr[-3000:]
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def write(tmp_path: Path, **cfg) -> Path:
+    base = {"save_path": str(tmp_path / "out"), "target_file": str(EN / "targets.json"),
+            "answers": [{"name": "base", "path": str(EN / "answers_model_a.json")},
+                        {"name": "cand", "path": str(EN / "answers_model_b.json")}],
+            "category": {"classification": {"Metrics": ["F1 score"]}}}
+    base.update(cfg)
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(base))
+    return p
+
+
+def judge_block(url: str, **kw) -> dict:
+    return {"backend": "openai", "model": "fake-judge", "base_url": url, "max_retries": 1, "timeout": 5, **kw}
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAIServer() as s:
+        yield s
+
+
+# ------------------------------------------------------------------ 1. mode: auto without logprobs
+def test_mode_auto_falls_back_to_a_parsed_reply_when_the_server_sends_no_logprobs(tmp_path, server):
+    server.reply_fn = lambda rec: Reply(content="4", top_logprobs=None)  # a server that never sends logprobs
+    cfg = write(tmp_path, battle=False, judge=judge_block(server.url),  # mode: auto is the default
+                category={"classification": {"GPT": ["correctness"]}, "open_qa": {"GPT": ["correctness"]}})
+    code, out, err = eval_py("--config", str(cfg))
+    assert code == 0, err[-3000:]
+    said = [line for line in (out + err).splitlines() if "no log-probabilities" in line]
+    assert len(said) == 1, said  # said once, for both categories
+    assert "mode: generate" in said[0]
+    res = json.loads((tmp_path / "out" / "results" / "base.json").read_text())
+    agg = res["aggregates"]["overall"]["GPT/correctness"]
+    assert agg["n"] == 6 and agg["mean"] == 4.0 and res["signatures"]["GPT/correctness"]["mode"] == "generate"
+
+
+def test_mode_logprobs_without_logprobs_names_mode_generate(tmp_path, server):
+    server.reply_fn = lambda rec: Reply(content="4", top_logprobs=None)
+    cfg = write(tmp_path, battle=False, judge=judge_block(server.url, mode="logprobs"),
+                category={"classification": {"GPT": ["correctness"]}})
+    code, out, err = eval_py("--config", str(cfg))
+    assert code == 3
+    assert "mode: generate" in out + err
+
+
+# ------------------------------------------------------------------ 2. a config category matching no record
+def test_config_category_with_no_record_is_exit_2_with_did_you_mean(tmp_path):
+    cfg = write(tmp_path, category={"classification": {"Metrics": ["F1 score"]},
+                                    "clased_qa": {"Metrics": ["BLEU"]}})
+    code, out, err = eval_py("--config", str(cfg))
+    assert code == 2, err
+    assert 'category.clased_qa' in err and 'did you mean "closed_qa"?' in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_records_no_config_entry_covers_are_named_in_the_closing_lines(tmp_path):
+    cfg = write(tmp_path)
+    code, out, err = eval_py("--config", str(cfg))
+    assert code == 0, err
+    tail = "\n".join(out.strip().splitlines()[-6:])
+    assert "not scored" in tail and "closed_qa" in tail and "open_qa" in tail, out
+
+
+# ------------------------------------------------------------------ 6. unknown commands
+@pytest.mark.parametrize("word,hint", [("sumary", 'did you mean "summary"?'), ("comapre", 'did you mean "compare"?'),
+                                       ("generat", "")])
+def test_unknown_command_is_an_error_with_did_you_mean(word, hint):
+    code, out, err = eval_py(word, "--help")
+    assert code == 2 and out == ""
+    assert f'unknown command "{word}"' in err and hint in err
+
+
+def test_help_into_a_closed_pipe_ends_quietly():
+    r, w = os.pipe()
+    os.close(r)  # the reader has gone, as after `eval.py help | head -5`
+    try:
+        proc = subprocess.run([sys.executable, "eval.py", "help"], cwd=REPO, stdout=w, stderr=subprocess.PIPE,
+                              text=True, timeout=60)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0 and proc.stderr == ""
+
+
+# ------------------------------------------------------------------ issue 32: tool calls in a conversation
+def test_conversation_with_tool_calls_is_refused_saying_what_to_do(tmp_path):
+    record = {"id": "t1", "category": "chat", "messages": [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "18 C, sunny"},
+        {"role": "assistant", "content": "It is 18 C and sunny in Paris."}]}
+    path = tmp_path / "tools.jsonl"
+    path.write_text(json.dumps(record) + "\n")
+    cfg = write(tmp_path, answers=[{"name": "m", "path": str(path)}], target_file=None,
+                category={"chat": {"Metrics": ["Distinct"]}})
+    code, out, err = eval_py("--config", str(cfg), "--dry-run")
+    assert code == 2
+    assert "tools.jsonl" in err and "t1" in err and "tool" in err and "not supported" in err
+    assert "got nothing" not in err
