@@ -115,7 +115,7 @@ def fit_logistic_many(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, l2: 
 
 
 def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z))
+    return float(expit(z))
 
 
 def _boot_counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
