@@ -79,7 +79,7 @@ def test_config_category_with_no_record_is_exit_2_with_did_you_mean(tmp_path):
                                     "clased_qa": {"Metrics": ["BLEU"]}})
     code, out, err = eval_py("--config", str(cfg))
     assert code == 2, err
-    assert 'category.clased_qa' in err and 'did you mean "closed_qa"?' in err
+    assert 'category.clased_qa' in err and 'did you mean "closed_qa"' in err
     assert not (tmp_path / "out").exists()
 
 
@@ -87,8 +87,9 @@ def test_records_no_config_entry_covers_are_named_in_the_closing_lines(tmp_path)
     cfg = write(tmp_path)
     code, out, err = eval_py("--config", str(cfg))
     assert code == 0, err
-    tail = "\n".join(out.strip().splitlines()[-6:])
-    assert "not scored" in tail and "closed_qa" in tail and "open_qa" in tail, out
+    closing = out[out.rindex("mean, all items"):]
+    line = next(x for x in closing.splitlines() if x.startswith("not scored"))
+    assert "22 records per model" in line and "closed_qa (2)" in closing and "open_qa (3)" in closing, closing
 
 
 # ------------------------------------------------------------------ 6. unknown commands
@@ -127,3 +128,72 @@ def test_conversation_with_tool_calls_is_refused_saying_what_to_do(tmp_path):
     assert code == 2
     assert "tools.jsonl" in err and "t1" in err and "tool" in err and "not supported" in err
     assert "got nothing" not in err
+
+
+# ------------------------------------------------------------------ 3. the headline
+ANSWERS_A = json.loads((EN / "answers_model_a.json").read_text(encoding="utf-8"))
+
+
+def base_wins_every_battle(rec: RecordedRequest) -> Reply:
+    """Ratings 2-4 by the prompt's length (no difference to find); every battle won by base's answer."""
+    text = rec.user_text
+    if "[Assistant 1's answer]" in text:
+        first = text.split("[Assistant 1's answer]")[1].split("[End of Assistant 1's answer]")[0].strip()
+        return Reply(content="9 2" if any(first == a["output"].strip() for a in ANSWERS_A) else "2 9")
+    return Reply(content=str(2 + len(text) % 3))
+
+
+def test_headline_counts_the_battle_and_says_what_each_row_could_detect(tmp_path):
+    cats = ["classification", "extraction", "generation", "open_qa", "rewriting"]  # 15 items
+    with FakeOpenAIServer(reply_fn=base_wins_every_battle) as s:
+        cfg = write(tmp_path, battle=True, judge=judge_block(s.url, mode="generate"),
+                    category={c: {"GPT": ["relevance"], "Metrics": ["CHRF"]} for c in cats})
+        code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0, err[-3000:]
+    closing = out[out.rindex("mean, all items"):]
+    head = " ".join(x.strip() for x in closing.split("base vs cand:")[1].split("\n  score ")[0].splitlines())
+    # two primary scores (CHRF: base's answers are the good ones; GPT/relevance: no difference) and the
+    # battle, which base wins 15 of 15
+    assert "base better on 2" in head and "of 3 primary comparisons (2 scores and the battle)" in head, head
+    detect = " ".join(x.strip() for x in closing.split("what the items could detect")[1].split("battle:")[0].splitlines())
+    assert "GPT/relevance ≥ " in detect and "CHRF" not in detect, detect
+    assert "battle: win rate of base 1.00" in closing
+
+
+def test_all_invalid_scores_say_no_valid_scores(tmp_path):
+    with FakeOpenAIServer(reply_fn=lambda rec: Reply(content="no idea")) as s:
+        cfg = write(tmp_path, battle=False, judge=judge_block(s.url, mode="generate"),
+                    category={"classification": {"GPT": ["correctness"]}})
+        code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 3
+    closing = out[out.rindex("mean, all items"):]
+    assert "no valid scores" in closing and "no detectable difference" not in closing, closing
+
+
+# ------------------------------------------------------------------ 11. warnings that reach the terminal
+def base_wins_but_3_and_7(rec: RecordedRequest) -> Reply:
+    text = rec.user_text
+    if "[Assistant 1's answer]" not in text:
+        return Reply(content="3")
+    one = text.split("[Assistant 1's answer]")[1].split("[End of Assistant 1's answer]")[0]
+    base_first = "y" in one
+    base_wins = "Question 3?" not in text and "Question 7?" not in text
+    return Reply(content="9 2" if base_first == base_wins else "2 9")
+
+
+def test_a_battle_separated_by_length_prints_no_overflow_warning(tmp_path):
+    """Base loses only its two shortest answers against long ones: outcomes that length separates: the length-controlled fit's coefficients grow
+    large in some bootstrap resamples, where exp overflowed (RuntimeWarning on the terminal)."""
+    lengths = [(557, 456), (1846, 1543), (1510, 2697), (94, 2788), (2782, 811), (2160, 207), (937, 1489),
+               (57, 2525), (282, 1877), (2276, 209)]
+    for name, side in (("base", 0), ("cand", 1)):
+        recs = [{"id": i, "category": "open_qa", "instruction": f"Question {i}?",
+                 "output": ("x" if side else "y") * pair[side]} for i, pair in enumerate(lengths)]
+        (tmp_path / f"{name}.json").write_text(json.dumps(recs))
+    with FakeOpenAIServer(reply_fn=base_wins_but_3_and_7) as s:
+        cfg = write(tmp_path, battle=True, judge=judge_block(s.url, mode="generate"), target_file=None,
+                    answers=[{"name": n, "path": str(tmp_path / f"{n}.json")} for n in ("base", "cand")],
+                    category={"open_qa": {"GPT": ["relevance"]}})
+        code, out, err = eval_py("--config", str(cfg), "--no-charts")  # eval_py: no RuntimeWarning
+    assert code == 0, err[-2000:]
+    assert "battle: win rate of base 0.80" in out, out
