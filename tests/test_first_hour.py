@@ -197,3 +197,46 @@ def test_a_battle_separated_by_length_prints_no_overflow_warning(tmp_path):
         code, out, err = eval_py("--config", str(cfg), "--no-charts")  # eval_py: no RuntimeWarning
     assert code == 0, err[-2000:]
     assert "battle: win rate of base 0.80" in out, out
+
+
+# ------------------------------------------------------------------ 5. the judge check's trivial rules
+def test_judge_check_flags_a_judge_that_does_not_beat_always_the_first(tmp_path):
+    """32 of 40 labels are 'a' and the right answer is the longer one in half: 'always the first' scores
+    .80, 'pick the longer answer' .50; a judge right on 7 in 10 pairs (.70, CI above .5) beat the length
+    rule and was called trustworthy, though always picking response_a does better."""
+    rows = []
+    for i in range(40):
+        right, wrong = f"The answer is {2 + i}.", f"The answer is {3 + i}."
+        if i % 2:
+            right += " I checked it twice."
+        else:
+            wrong += " I checked it twice."
+        label = "a" if i % 5 else "b"
+        a, b = (right, wrong) if label == "a" else (wrong, right)
+        rows.append({"id": f"p{i}", "instruction": f"What is 2+{i}?", "input": "", "response_a": a,
+                     "response_b": b, "label": label})
+    rows.append({"id": "t", "instruction": "What is 2+2?", "input": "", "response_a": "4", "response_b": "four",
+                 "label": "tie"})
+    data = tmp_path / "pairs.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+    def judge(rec: RecordedRequest) -> Reply:
+        text = rec.user_text
+        q = int(text.split("What is 2+")[1].split("?")[0])
+        first = text.split("[Assistant 1's answer]")[1].split("[End of Assistant 1's answer]")[0]
+        first_right = f"is {2 + q}." in first
+        return Reply(content="9 2" if first_right == (q % 10 < 7) else "2 9")
+
+    with FakeOpenAIServer(reply_fn=judge) as s:
+        cfg = write(tmp_path, judge=judge_block(s.url, mode="generate", cache=False),
+                    category={"closed_qa": {"GPT": ["correctness"]}})
+        code, out, err = eval_py("judge-check", "--config", str(cfg), "--data", str(data))
+    assert code == 0, err[-2000:]
+    rec = json.loads((tmp_path / "out" / "judge_check.json").read_text())
+    lab = rec["labelled"]
+    assert lab["agreement"]["accuracy"] == pytest.approx(0.7)
+    acc = {name: b["accuracy"] for name, b in lab["baselines"].items()}
+    assert acc == {"longer": 0.5, "shorter": 0.5, "first": 0.8, "second": 0.2, "tie": 0.5}
+    assert lab["best_trivial_rule"] == "first" and rec["trustworthy"] is False
+    assert "does not beat the best trivial rule, 'always the first (response_a)'" in rec["verdict_text"]
+    assert "NOT TRUSTWORTHY" in out and "always the second (response_b)" in out and "(best rule)" in out
