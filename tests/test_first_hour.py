@@ -240,3 +240,34 @@ def test_judge_check_flags_a_judge_that_does_not_beat_always_the_first(tmp_path)
     assert lab["best_trivial_rule"] == "first" and rec["trustworthy"] is False
     assert "does not beat the best trivial rule, 'always the first (response_a)'" in rec["verdict_text"]
     assert "NOT TRUSTWORTHY" in out and "always the second (response_b)" in out and "(best rule)" in out
+
+
+# ------------------------------------------------------------------ 12. paths, counts, settings as written
+def test_paths_are_printed_normalised_and_the_plan_counts_what_the_run_scores(tmp_path):
+    (tmp_path / "cfg").mkdir()
+    cfg = write(tmp_path, save_path="../results/my", category={"closed_qa": {"Metrics": ["BLEU", "ROUGE", "CHRF"]},
+                                                               "classification": {"Metrics": ["F1 score"]}})
+    cfg = cfg.rename(tmp_path / "cfg" / "c.json")
+    code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0, err[-2000:]
+    assert "/../" not in out + err
+    assert f"report:   {tmp_path / 'results' / 'my' / 'report.html'}" in out
+    # BLEU is BLEU-1..4, ROUGE four scores, CHRF one: 9 per closed_qa item (2), F1 one per classification item (3)
+    planned = next(x for x in (out + err).splitlines() if x.startswith("work Metrics:"))
+    assert "scores=42" in planned, planned  # 2 models x (2 x 9 + 3 x 1)
+    assert "scored Metrics: 42 scores, 0 invalid" in out + err
+
+
+def test_the_report_shows_judge_settings_as_written_not_python_reprs(tmp_path, server):
+    server.reply_fn = lambda rec: Reply(content="4")
+    cfg = write(tmp_path, battle=False, judge=judge_block(server.url, mode="generate",
+                                                          price={"prompt": 0.15, "completion": 0.6}),
+                category={"classification": {"GPT": ["correctness"]}})
+    code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0, err[-2000:]
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    panel = page[page.index("<table class=\"kv\">"):]
+    panel = panel[:panel.index("Signatures")] if "Signatures" in panel else panel
+    assert "prompt: 0.15, completion: 0.6" in panel
+    assert "{&#39;" not in page and "{'" not in page and ">True<" not in page and ">None<" not in page
+    assert ">true<" in page  # both_orders, as the config writes it

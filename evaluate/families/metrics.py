@@ -65,6 +65,11 @@ class MetricsFamily(Family):
     def validate(self, ctx, category, names, where, *, used):
         return [METRICS.unknown_message(name, f"{where}[{i}]") for i, name in enumerate(names) if name not in METRICS]
 
+    def plan(self, ctx, category, names, n_items):
+        """One score per sub-score (BLEU is BLEU-1..4), as the run counts them when it says "scored"."""
+        subs = sum(len(METRICS.get(n).sub_scores) if n in METRICS else 1 for n in names)
+        return {"scores": n_items * subs}
+
     def metric(self, ctx: Context, name: str) -> Metric:
         canon = METRICS.canonical(name) or name
         key = ("metric", canon, ctx.cfg.language)

@@ -270,7 +270,8 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
     run_check = (data.manifest or {}).get("judge_check")
     unchecked = (str(run_check.get("verdict") or "") if isinstance(run_check, dict) and run_check.get("scope")
                  else None)
-    return {"used": used, "config": judge_options_shown(cfg_judge) if used else None, "signatures": sigs,
+    return {"used": used, "config": readable_settings(judge_options_shown(cfg_judge)) if used else None,
+            "signatures": {k: readable_settings(v) for k, v in sigs.items()},
             "check": check, "check_detail": _check_detail(check), "unchecked": unchecked,
             "biases": biases, "invalid": invalid_reasons(data)}
 
@@ -279,6 +280,27 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
 LOCAL_ONLY = ("dtype", "lookahead", "local_batch_size", "device", "threads", "quantization")
 HTTP_ONLY = ("base_url", "endpoints", "endpoint_failures", "endpoint_cooldown", "api_key_env", "concurrency",
              "timeout", "max_retries", "batch", "batch_poll", "price")
+
+
+def readable(value: Any) -> str:
+    """A setting as a person reads it, in the config's own words: true / false, `prompt: 0.15, completion:
+    0.6` for a mapping, items joined by "; " for a list; never a Python repr ({'backend': ...}, None, True)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "–"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {readable(v)}" for k, v in value.items() if v is not None)
+    if isinstance(value, (list, tuple)):
+        return "; ".join(readable(v) for v in value)
+    return str(value)
+
+
+def readable_settings(settings: dict[str, Any] | None) -> dict[str, str] | None:
+    """Each setting that is set, as `readable` writes it (a setting left at None is left out)."""
+    if not isinstance(settings, dict):
+        return settings
+    return {k: readable(v) for k, v in settings.items() if v is not None}
 
 
 def judge_options_shown(cfg: Any) -> dict[str, Any] | None:
