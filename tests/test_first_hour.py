@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -271,3 +272,43 @@ def test_the_report_shows_judge_settings_as_written_not_python_reprs(tmp_path, s
     assert "prompt: 0.15, completion: 0.6" in panel
     assert "{&#39;" not in page and "{'" not in page and ">True<" not in page and ">None<" not in page
     assert ">true<" in page  # both_orders, as the config writes it
+
+
+# ------------------------------------------------------------------ 8, 10. eval.py compare
+def two_runs(tmp_path: Path) -> tuple[Path, Path]:
+    """Yesterday's and today's runs of two models (today's answers swapped): base and cand in each."""
+    out = []
+    for name, files in (("yesterday", ("answers_model_b.json", "answers_model_a.json")),
+                        ("today", ("answers_model_a.json", "answers_model_b.json"))):
+        cfg = write(tmp_path, save_path=str(tmp_path / name),
+                    answers=[{"name": "base", "path": str(EN / files[0])}, {"name": "cand", "path": str(EN / files[1])}],
+                    category={c: {"Metrics": ["BLEU", "ROUGE", "CHRF"]} for c in ("closed_qa", "open_qa", "rewriting",
+                                                                                "extraction", "classification")})
+        code, _, err = eval_py("--config", str(cfg), "--no-charts")
+        assert code == 0, err[-2000:]
+        out.append(tmp_path / name)
+    return out[0], out[1]
+
+
+def test_compare_fits_80_columns_by_wrapping_never_cutting_a_name(tmp_path):
+    a, b = two_runs(tmp_path)
+    code, out, err = eval_py("compare", str(a), str(b))
+    assert code == 0, err[-2000:]
+    lines = out.splitlines()
+    assert all(len(x) <= 80 for x in lines if str(tmp_path) not in x), [x for x in lines if len(x) > 80]
+    assert "…" not in out
+    for name in ("Metrics/ROUGE-Lsum", "Metrics/BLEU-4", "Metrics/CHRF"):
+        assert name in out
+
+
+def test_compare_report_shows_each_model_across_the_runs_and_nothing_empty(tmp_path):
+    a, b = two_runs(tmp_path)
+    page_path = tmp_path / "cmp.html"
+    code, out, err = eval_py("compare", str(a), str(b), "--report", str(page_path))
+    assert code == 0, err[-2000:]
+    page = page_path.read_text(encoding="utf-8")
+    assert "No paired comparison file" not in page and "no manifest" not in page
+    headline = page[page.index('id="headline"'):page.index("<h2>Judge</h2>")]
+    pairs = re.findall(r"<h3>(\w:\w+) <span class=\"muted\">vs</span> (\w:\w+)</h3>", headline)
+    assert pairs and all(x[2:] == y[2:] for x, y in pairs), pairs  # never A:base vs B:cand
+    assert ("A:base", "B:base") in pairs and ("A:cand", "B:cand") in pairs

@@ -121,10 +121,15 @@ def _aggs(res: dict[str, Any], category: str | None) -> dict[str, Any]:
 
 
 def pairs(data: SaveData) -> list[dict[str, Any]]:
-    """Headline: per pair of models, who is better on what, and the battle."""
+    """Headline: per pair of models, who is better on what, and the battle. Two runs compared
+    (`eval.py compare --report`) show only the pairs compared, each model across the two runs: the cross
+    pairs (A:x vs B:y) have no comparison and no battle, nothing to show."""
     out = []
+    compared_runs = bool((data.manifest or {}).get("compared_runs"))
     for a, b in combinations(data.models, 2):
         found = comparison_rows(data, a, b)
+        if compared_runs and not found and not data.battle_for(a, b):
+            continue
         entry: dict[str, Any] = {"a": a, "b": b, "comparison": None, "battle": None}
         if found:
             comp, rows, _swapped = found
