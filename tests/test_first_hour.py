@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 try:
@@ -312,3 +313,18 @@ def test_compare_report_shows_each_model_across_the_runs_and_nothing_empty(tmp_p
     pairs = re.findall(r"<h3>(\w:\w+) <span class=\"muted\">vs</span> (\w:\w+)</h3>", headline)
     assert pairs and all(x[2:] == y[2:] for x, y in pairs), pairs  # never A:base vs B:cand
     assert ("A:base", "B:base") in pairs and ("A:cand", "B:cand") in pairs
+
+
+# ------------------------------------------------------------------ 9. chart titles on narrow charts
+def test_chart_titles_are_not_clipped_on_a_narrow_chart(tmp_path):
+    from matplotlib import image
+
+    cfg = write(tmp_path, category={"closed_qa": {"Metrics": ["CHRF"]}, "open_qa": {"Metrics": ["CHRF"]}})
+    code, out, err = eval_py("--config", str(cfg))
+    assert code == 0, err[-2000:]
+    for png in ("closed_qa.png", "open_qa.png"):  # 2 and 3 items: the longer 'no error bars' note
+        pixels = image.imread(tmp_path / "out" / "charts" / "Metrics" / png)
+        top = pixels[: pixels.shape[0] // 5, :, :3]  # the title's rows
+        edges = np.concatenate([top[:, :3], top[:, -3:]], axis=1)
+        assert edges.min() > 0.9, f"{png}: the title runs into the figure's edge"
+        assert top.min() < 0.5  # there is a title
