@@ -178,7 +178,7 @@ def base_wins_but_3_and_7(rec: RecordedRequest) -> Reply:
     if "[Assistant 1's answer]" not in text:
         return Reply(content="3")
     one = text.split("[Assistant 1's answer]")[1].split("[End of Assistant 1's answer]")[0]
-    base_first = "y" in one
+    base_first = "y" in one  # base's answers are words "y", cand's "x"
     base_wins = "Question 3?" not in text and "Question 7?" not in text
     return Reply(content="9 2" if base_first == base_wins else "2 9")
 
@@ -190,7 +190,7 @@ def test_a_battle_separated_by_length_prints_no_overflow_warning(tmp_path):
                (57, 2525), (282, 1877), (2276, 209)]
     for name, side in (("base", 0), ("cand", 1)):
         recs = [{"id": i, "category": "open_qa", "instruction": f"Question {i}?",
-                 "output": ("x" if side else "y") * pair[side]} for i, pair in enumerate(lengths)]
+                 "output": " ".join([("x" if side else "y")] * pair[side])} for i, pair in enumerate(lengths)]
         (tmp_path / f"{name}.json").write_text(json.dumps(recs))
     with FakeOpenAIServer(reply_fn=base_wins_but_3_and_7) as s:
         cfg = write(tmp_path, battle=True, judge=judge_block(s.url, mode="generate"), target_file=None,
