@@ -53,17 +53,22 @@ class Plan:
 def misspelt_categories(cfg: RunConfig, used: set[str], skipped: dict[str, int]) -> list[str]:
     """A config category that matches no record while a record category close to it has no entry is a
     typo (`factul:` for `factual`): those records would be dropped silently. A config category with no
-    close uncovered record category is left alone (ColossalAI's configs list 20 categories, most absent)."""
-    from ..core.registry import suggest
+    close uncovered record category is left alone (ColossalAI's configs list 20 categories, most absent),
+    and so is a shard's (`--shard I/N` holds some records only; the whole run is checked unsharded)."""
+    import difflib
 
+    if getattr(cfg, "shard", None):
+        return []
     out = []
+    lowered = {c.lower(): c for c in skipped}
     for cat in cfg.categories:
         if cat in used:
             continue
-        hint = suggest(cat, list(skipped))
-        if hint:
-            out.append(f'category.{cat}: no record has category "{cat}"{hint} (records in categories no entry '
-                       f"covers: {', '.join(f'{c} ({n})' for c, n in skipped.items())})")
+        close = [lowered[c] for c in difflib.get_close_matches(cat.lower(), list(lowered), n=2, cutoff=0.75)]
+        if close:
+            out.append(f'category.{cat}: no record has category "{cat}"; did you mean '
+                       + " or ".join(f'"{c}"' for c in close) + "? (records in categories no entry covers: "
+                       + ", ".join(f"{c} ({n})" for c, n in skipped.items()) + ")")
     return out
 
 
