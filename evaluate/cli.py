@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import sys
 
+from .commands.common import EXIT_CODES, EXIT_INPUT, EXIT_OK, guarded
+from .core.registry import suggest
 from .core.version import __version__
-from .commands.common import EXIT_CODES, EXIT_OK, guarded
 
 # name -> (module, one line for `eval.py help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -53,17 +55,38 @@ def _available(module: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Dispatch; a reader that closes the pipe early (`eval.py help | head -5`) ends the output quietly."""
+    try:
+        code = _dispatch(list(sys.argv[1:] if argv is None else argv))
+        sys.stdout.flush()  # here, where a closed pipe can still be caught, not at the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # stdout's reader has gone: point stdout at devnull so the interpreter's final flush is silent
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return EXIT_OK
+
+
+def _dispatch(argv: list[str]) -> int:
     if argv[:1] in (["help"], ["-h"], ["--help"]) or not argv:
         print(_help())
         return EXIT_OK
     if argv[:1] == ["--version"]:
         print(f"eval.py {__version__}")
         return EXIT_OK
-    if argv[0] not in COMMANDS and not argv[0].startswith("-") and argv[0] in _more_benchmarks():
-        from .commands.common import drive_benchmark
+    if not argv[0].startswith("-") and argv[0] not in COMMANDS:
+        more = _more_benchmarks()
+        if argv[0] in more:
+            from .commands.common import drive_benchmark
 
-        return guarded(lambda rest: drive_benchmark(argv[0], rest), argv[1:])
+            return guarded(lambda rest: drive_benchmark(argv[0], rest), argv[1:])
+        # a word before the flags is a command name: an unknown one is a typo, not the main job
+        known = [n for n, (module, _) in COMMANDS.items() if _available(module)] + list(more)
+        print(f'error: unknown command "{argv[0]}"{suggest(argv[0], known)} (commands: {", ".join(known)}; '
+              "the main job is eval.py --config FILE)", file=sys.stderr)
+        return EXIT_INPUT
     name = argv[0] if argv[0] in COMMANDS else "run"
     rest = argv[1:] if argv[0] in COMMANDS else argv
     module = importlib.import_module(COMMANDS[name][0])

@@ -3,7 +3,9 @@ yesterday's checkpoint and today's), with the paired statistics of a run's compa
 
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 from pathlib import Path
 
 from ..core.errors import InputError
@@ -15,6 +17,44 @@ from .common import EXIT_OK, Parser
 
 def _num(x, digits: int = 3) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
+
+
+def comparison_lines(run_a: Path, run_b: Path, comps: list[dict], method: dict, *, every_row: bool,
+                     width: int = 80) -> list[str]:
+    """The comparison in `width` columns (at least 60): a heading per model and category, one row per
+    score; names are never cut (the score column is as wide as the longest name shown), a verdict that
+    does not fit goes on the next line, and the prose wraps."""
+    width = max(60, width)
+    wrap = lambda text, indent="  ": textwrap.wrap(text, width=width, subsequent_indent=indent) or [text]  # noqa: E731
+    lines = [f"A = {run_a}", f"B = {run_b}"]  # a path is never cut
+    lines += wrap(f"diff = B - A per model; {method['family']}")
+    lines += wrap(f"primary ({method['primary_from']}): {', '.join(method['primary']) or 'none'}")
+    blocks: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
+    for comp in comps:
+        for r in comp["rows"]:
+            if r["verdict"] == NOT_COMPARABLE:
+                continue
+            if every_row or r["category"] == "(all)" or r["verdict"] in ("A better", "B better"):
+                blocks.setdefault((comp["model_a"][2:], r["category"]), []).append((comp, r))
+    sw = max([12] + [len(r["score"]) for rows in blocks.values() for _, r in rows])
+    for (model, category), rows in blocks.items():
+        lines += [""] + wrap(f"{model} · {category}")
+        lines.append(f"  {'score':<{sw}} {'A':>6} {'B':>6} {'B-A':>7}  {'interval':<16} {'p_adj':>6}  verdict")
+        for comp, r in rows:
+            diff = 0.0 - r["diff"] if r["diff"] is not None else None  # B - A (0.0 - x: never "-0.000")
+            ci = (f"[{_num(0.0 - r['interval'][1])}, {_num(0.0 - r['interval'][0])}]" if r.get("interval")
+                  else "too few items" if r["n"] < comp["method"]["min_interval_n"] else "no interval")
+            word = {"A better": "worse in B", "B better": "better in B"}.get(r["verdict"], "no detectable difference")
+            word += "" if r["role"] == "confirmatory" else " (exploratory)"
+            row = (f"  {r['score']:<{sw}} {_num(r['mean_a']):>6} {_num(r['mean_b']):>6} {_num(diff):>7}  {ci:<16} "
+                   f"{_num(r['p_adj'], 3):>6}")
+            if len(row) + 2 + len(word) <= width:
+                lines.append(f"{row}  {word}")
+            else:
+                lines += [row, f"{'':>{max(4, width - len(word))}}{word}" if len(word) < width - 4 else f"    {word}"]
+    lines += [""] + wrap("interval: simultaneous over the primary scores for confirmatory rows, 95% unadjusted for "
+                         "exploratory ones; exploratory rows are leads, not findings")
+    return lines
 
 
 def main(argv: list[str]) -> int:
@@ -46,27 +86,9 @@ def main(argv: list[str]) -> int:
         raise InputError("compare: no score of the two runs was made the same way (see the lines above); "
                          "nothing to compare")
     method = comps[0]["method"]
-    print(f"A = {args.run_a}\nB = {args.run_b}\ndiff = B - A per model; {method['family']}\n"
-          f"primary ({method['primary_from']}): {', '.join(method['primary']) or 'none'}")
-    print(f"{'model':<12} {'category':<12} {'score':<18} {'A':>6} {'B':>6} {'B-A':>7} {'interval':>16} "
-          f"{'p_adj':>6}  verdict")
-    for comp in comps:
-        model = comp["model_a"][2:]
-        for r in comp["rows"]:
-            if r["verdict"] == NOT_COMPARABLE:
-                continue
-            significant = r["verdict"] in ("A better", "B better")
-            if not (args.all or r["category"] == "(all)" or significant):
-                continue
-            diff = 0.0 - r["diff"] if r["diff"] is not None else None  # B - A (0.0 - x: never "-0.000")
-            ci = (f"[{_num(0.0 - r['interval'][1])}, {_num(0.0 - r['interval'][0])}]" if r.get("interval")
-                  else "too few items" if r["n"] < comp["method"]["min_interval_n"] else "no interval")
-            word = {"A better": "worse in B", "B better": "better in B"}.get(r["verdict"], "no detectable difference")
-            tag = "" if r["role"] == "confirmatory" else " (exploratory)"
-            print(f"{model[:12]:<12} {r['category'][:12]:<12} {r['score'][:18]:<18} {_num(r['mean_a']):>6} "
-                  f"{_num(r['mean_b']):>6} {_num(diff):>7} {ci:>16} {_num(r['p_adj'], 3):>6}  {word}{tag}")
-    print("interval: simultaneous over the primary scores for confirmatory rows, 95% unadjusted for exploratory "
-          "ones; exploratory rows are leads, not findings")
+    for line in comparison_lines(args.run_a, args.run_b, comps, method, every_row=args.all,
+                                 width=shutil.get_terminal_size((80, 24)).columns):
+        print(line)
     if args.out:
         atomic_write_json(args.out, {"schema": "llm-eval-run-comparison/2", "comparisons": comps})
     if args.report:

@@ -180,5 +180,17 @@ def _bounds(value: Any, meta: typing.Mapping[str, Any]) -> str | None:
     return None
 
 
+def options_doc(cls: type) -> list[tuple[str, str, Any, str]]:
+    """(key, type, default, doc) for each option: the reference docs/config.md and docs/judge.md are
+    generated from (docs/generate_reference.py)."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in fields(cls):
+        default = f.default if f.default is not MISSING else (f.default_factory() if f.default_factory is not MISSING
+                                                             else None)
+        out.append((f.name, describe_type(hints[f.name]), default, f.metadata.get("doc", "")))
+    return out
+
+
 def as_dict(obj: Any) -> dict[str, Any]:
     return dataclasses.asdict(obj)

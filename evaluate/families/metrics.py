@@ -94,6 +94,11 @@ class MetricsFamily(Family):
             problems.extend(f"{where}[{i}] ({name}): {msg}" for msg in metric.check_category(category))
         return problems
 
+    def plan(self, ctx, category, names, n_items):
+        """One score per sub-score (BLEU is BLEU-1..4), as the run counts them when it says "scored"."""
+        subs = sum(len(METRICS.get(n).sub_scores) if n in METRICS else 1 for n in names)
+        return {"scores": n_items * subs}
+
     def metric(self, ctx: Context, name: str) -> Metric:
         canon = METRICS.canonical(name) or name
         key = ("metric", canon, ctx.cfg.language)

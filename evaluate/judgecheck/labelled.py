@@ -11,7 +11,7 @@ from ..core.errors import InputError
 import numpy as np
 
 from ..pipeline.checkstore import _ci, _context, _f, _usage
-from .rules import POSITION_FLIP_RATE, RULES, _wilson
+from .rules import POSITION_FLIP_RATE, RULE_NAMES, RULES, _wilson
 
 
 def read_pairs(path: Path) -> list[dict[str, Any]]:
@@ -37,17 +37,36 @@ def select_pairs(rows: list[dict[str, Any]], limit: int | None, seed: int) -> li
     return rows
 
 
-def baselines(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    longer = 0.0
+def baselines(rows: list[dict[str, Any]], ties_labelled: bool = False) -> dict[str, Any]:
+    """The accuracy of every trivial rule a judge must beat on these decided pairs: pick the longer or
+    the shorter response, always the first or always the second, and (where the file labels ties)
+    always say tie, which scores half on every decided pair as a judge's tie does."""
+    n = len(rows)
+    credit: dict[str, float] = {"longer": 0.0, "shorter": 0.0}
     for r in rows:
         la, lb = len(r["response_a"]), len(r["response_b"])
-        longer += 0.5 if la == lb else float(r["label"] == ("a" if la > lb else "b"))
-    first = sum(r["label"] == "a" for r in rows)
-    n = len(rows)
-    return {"longer": {"accuracy": round(longer / n, 4) if n else None, "n": n, "ci95": _wilson(longer, n),
-                       "rule": "picks the response with more characters; equal lengths count half"},
-            "first": {"accuracy": round(first / n, 4) if n else None, "n": n, "ci95": _wilson(first, n),
-                      "rule": "always picks response_a; judged in both orders such a judge ties every item (0.5)"}}
+        longer = "a" if la > lb else "b"
+        credit["longer"] += 0.5 if la == lb else float(r["label"] == longer)
+        credit["shorter"] += 0.5 if la == lb else float(r["label"] != longer)
+    credit["first"] = float(sum(r["label"] == "a" for r in rows))
+    credit["second"] = float(sum(r["label"] == "b" for r in rows))
+    rules = {"longer": "picks the response with more characters; equal lengths count half",
+             "shorter": "picks the response with fewer characters; equal lengths count half",
+             "first": "always picks response_a; judged in both orders such a judge ties every item (0.5)",
+             "second": "always picks response_b"}
+    if ties_labelled:
+        credit["tie"] = 0.5 * n
+        rules["tie"] = "always says tie (the file labels ties); a tie counts half on a decided pair"
+    return {name: {"accuracy": round(credit[name] / n, 4) if n else None, "n": n, "ci95": _wilson(credit[name], n),
+                   "rule": rules[name]} for name in rules}
+
+
+def best_rule(base: dict[str, Any]) -> tuple[str, float | None]:
+    """The trivial rule with the highest accuracy (the first named on a tie: longer, shorter, first, ...)."""
+    scored = [(name, b["accuracy"]) for name, b in base.items() if b.get("accuracy") is not None]
+    if not scored:
+        return "longer", None
+    return max(scored, key=lambda kv: kv[1])
 
 
 def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed: int,
@@ -73,18 +92,21 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
     lengths = {ra.id: (len(ra.output), len(rb.output)) for ra, rb in zip(recs_a, recs_b)}
     bias = judge_bias([it.to_dict() for it in result.items], lengths)
     valid = [r for r, it in zip(rows, result.items) if it.verdict != "invalid"]
-    base = baselines(valid or rows)  # on the pairs the judge answered; all pairs when it answered none
+    base = baselines(valid or rows, ties_labelled=ties > 0)  # on the pairs the judge answered (all when none)
     k = acc["right"] + 0.5 * acc["predicted_ties"]
     ci = _wilson(k, acc["n"])
     beats_length = bool(ci and base["longer"]["accuracy"] is not None and ci[0] > base["longer"]["accuracy"])
+    best, best_acc = best_rule(base)
+    beats_rules = bool(ci and best_acc is not None and ci[0] > best_acc)
     flip = bias["flip_rate"]["rate"]
     by_position = flip is not None and flip >= POSITION_FLIP_RATE
     reasons = []
     if not valid:
         reasons.append(f"no valid verdict: all {len(rows)} pairs were invalid (see the battle replies)")
-    elif not beats_length:
-        reasons.append(f"does not beat the length baseline: agreement {_f(acc['accuracy'])} (95% CI "
-                       f"{_ci(ci)}) vs {_f(base['longer']['accuracy'])} for 'pick the longer answer'")
+    elif not beats_rules:
+        what = "the length baseline" if best == "longer" else f"the best trivial rule, '{RULE_NAMES[best]}'"
+        reasons.append(f"does not beat {what}: agreement {_f(acc['accuracy'])} (95% CI "
+                       f"{_ci(ci)}) vs {_f(best_acc)} for '{RULE_NAMES[best]}'")
     if by_position:
         reasons.append(f"decides by position: {flip:.0%} of its items flip with the order "
                        f"(P(first) {_f(bias['first_position_wins']['rate'])})")
@@ -107,8 +129,9 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
         "p_longer": bias["longer_wins"], "invalid_rate": bias["invalid_rate"],
         "invalid_order_rate": bias["invalid_order_rate"],
         "usage": _usage(ctx.judge()), "wall_s": round(wall, 1),
-        "beats_length_baseline": beats_length, "decides_by_position": by_position,
-        "trustworthy": beats_length and not by_position, "reasons": reasons, "rule": RULES["labelled"],
+        "beats_length_baseline": beats_length, "best_trivial_rule": best, "beats_trivial_rules": beats_rules,
+        "decides_by_position": by_position,
+        "trustworthy": beats_rules and not by_position, "reasons": reasons, "rule": RULES["labelled"],
         "items": acc["items"],
     }
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ..pipeline.checkstore import _ci, _f, _pct
-from .rules import RULES
+from .rules import RULE_NAMES, RULES
 
 
 def table(head: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[bool] | None = None) -> list[str]:
@@ -45,9 +45,9 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
         lines += table(["who", "accuracy", "95% Wilson CI", "n"], [
             ["judge (ties half)", _f(a["accuracy"]), _ci(a["ci95"]), a["n"]],
             ["judge, probability-weighted", _f(a["weighted"]), _ci(a["weighted_ci95"]), a["weighted_n"]],
-            ["pick the longer answer", _f(base["longer"]["accuracy"]), _ci(base["longer"]["ci95"]), base["longer"]["n"]],
-            ["always the first (response_a)", _f(base["first"]["accuracy"]), _ci(base["first"]["ci95"]),
-             base["first"]["n"]]], right=[False, True, False, True])
+            *([RULE_NAMES.get(name, name) + (" (best rule)" if name == labelled.get("best_trivial_rule") else ""),
+               _f(b["accuracy"]), _ci(b["ci95"]), b["n"]] for name, b in base.items())],
+            right=[False, True, False, True])
         lines += ["",
                   f"judge ties {a['judge_ties']}, invalid {a['invalid']}; flip rate {_f(pos['flip_rate']['rate'])}, "
                   f"P(first) {_f(pos['p_first']['rate'])}, P(longer) {_f((labelled['p_longer'] or {}).get('rate'))}, "

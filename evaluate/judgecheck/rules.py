@@ -12,10 +12,16 @@ CORRUPTION_TEXT = {
     "swap": "a number or named entity swapped",
 }
 NEAR_CHANCE_POINT = 0.6
+# the trivial rules a labelled judge check compares the judge with (judgecheck.labelled.baselines)
+RULE_NAMES = {"longer": "pick the longer answer", "shorter": "pick the shorter answer",
+              "first": "always the first (response_a)", "second": "always the second (response_b)",
+              "tie": "always a tie"}
 POSITION_FLIP_RATE = 0.5
 RULES = {
-    "labelled": "does not beat the length baseline when the lower end of the judge's 95% Wilson interval of "
-                "agreement is not above the accuracy of 'pick the longer answer'; decides by position when "
+    "labelled": "does not beat the trivial rules when the lower end of the judge's 95% Wilson interval of "
+                "agreement is not above the accuracy of the best of 'pick the longer answer', 'pick the shorter "
+                "answer', 'always the first', 'always the second' (and 'always a tie' where the file labels ties); "
+                "decides by position when "
                 f">= {POSITION_FLIP_RATE:.0%} of the items valid in both orders flip with the order. Agreement: "
                 "a judge tie counts half; label ties are left out (counted in 'label_ties_left_out').",
     "sanity": f"near chance when the preference for the intact text is below {NEAR_CHANCE_POINT} or its 95% "

@@ -50,4 +50,4 @@ def rating_judge(ctx: Any):
 
     cfg = ctx.cfg
     return RatingJudge(ctx.judge(), eval_prompts(ctx), mode=cfg.judge.mode, with_reference=cfg.gpt_with_reference,
-                       language=cfg.language, max_tokens=min(cfg.judge.max_tokens, 384))
+                       language=cfg.language, max_tokens=min(cfg.judge.max_tokens, 384), log=ctx.log)

@@ -21,6 +21,10 @@ Modes
   probability mass on the score tokens is kept in the details as ``score_token_mass``.
 - ``generate``: the judge writes its score on the first line (``parse_rating``), with up to
   ``max_tokens`` tokens for an explanation.
+- ``auto`` against an HTTP judge: the first request is sent alone; when the server answers it
+  without log-probabilities (many OpenAI-compatible servers never send them), the judge rates in
+  ``generate`` mode instead, said once per judge (model and endpoints) and remembered for the
+  process, so a server without log-probabilities gives parsed ratings, not a run of invalid ones.
 
 Conversations
 -------------
@@ -45,18 +49,28 @@ reported before any judge call.
 
 from __future__ import annotations
 
+import json
 import math
-from typing import Any, Mapping, Sequence
+import sys
+from typing import Any, Callable, Mapping, Sequence
 
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
 from ..core.errors import InputError
 from ..core.records import Record, Turn, turn_key
 from ..core.scores import Invalid, ItemScores
-from .dispatch import complete_all
+from .dispatch import _sort_key, complete_all
 from .parsing import metric_labels, parse_rating, score_from_top_logprobs
 from .prompts import EvaluationPrompts, PromptEntry, fill, render_history
 
 MODES = ("auto", "logprobs", "generate")
+NO_LOGPROBS = ("the judge returned no top log-probabilities (this server sends none: set judge.mode: generate, "
+               "or auto, to rate with a parsed reply)")
+# judges (their signature) that answered `auto`'s first request without log-probabilities: told once
+_WITHOUT_LOGPROBS: set[str] = set()
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 LANGUAGES = ("en", "cn")
 SCALE = (1, 5)
 
@@ -98,7 +112,7 @@ class RatingJudge:
     def __init__(self, backend: Backend, prompts: EvaluationPrompts, *, mode: str = "auto",
                  with_reference: bool = False, language: str = "en", system_prompt: str | None = None,
                  format_instruction: bool = True, min_mass: float = 0.05, max_tokens: int = 384,
-                 top_logprobs: int = 20):
+                 top_logprobs: int = 20, log: Callable[[str], None] | None = None):
         if mode not in MODES:
             raise InputError(f'rating: unknown mode "{mode}" (expected one of {", ".join(MODES)})')
         if language not in LANGUAGES:
@@ -109,6 +123,10 @@ class RatingJudge:
         self.backend = backend
         self.prompts = prompts
         self.mode = ("logprobs" if backend.supports_logprobs else "generate") if mode == "auto" else mode
+        self.requested_mode = mode
+        self.log = log or _stderr
+        if mode == "auto" and self._judge_key() in _WITHOUT_LOGPROBS:
+            self.mode = "generate"
         self.with_reference = with_reference
         self.language = language
         self.system_prompt = system_prompt
@@ -116,6 +134,9 @@ class RatingJudge:
         self.min_mass = min_mass
         self.max_tokens = max_tokens
         self.top_logprobs = top_logprobs
+
+    def _judge_key(self) -> str:
+        return json.dumps(self.backend.signature(), sort_keys=True, default=str)
 
     def signature(self) -> dict[str, Any]:
         sig: dict[str, Any] = {
@@ -226,13 +247,8 @@ class RatingJudge:
              progress: ProgressFn | None = None) -> list[ItemScores]:
         per_record = [self._metrics_for(r.category, metrics) for r in records]
         self._check(records, per_record)
-        jobs: list[tuple[int, str, int | None, PromptEntry, JudgeRequest]] = []
-        for i, (record, ms) in enumerate(zip(records, per_record)):
-            entry = self.prompts.entry_for(record.category)
-            for m in ms:
-                for k in range(1, len(record.turns) + 1) if record.turns else (None,):
-                    jobs.append((i, m, k, entry, self._request(entry, record, m, k)))
-        completions = complete_all(self.backend, [job[4] for job in jobs], progress)
+        jobs = self._jobs(records, per_record)
+        completions = self._complete(records, per_record, jobs, progress)
         out = [ItemScores() for _ in records]
         for (i, metric, k, entry, request), comp in zip(jobs, completions):
             key = metric if k is None else turn_key(metric, k)
@@ -242,6 +258,40 @@ class RatingJudge:
                 for m in ms:
                     whole_conversation(item, m, len(record.turns))
         return out
+
+    def _jobs(self, records: Sequence[Record], per_record: list[list[str]]
+              ) -> list[tuple[int, str, int | None, PromptEntry, JudgeRequest]]:
+        jobs: list[tuple[int, str, int | None, PromptEntry, JudgeRequest]] = []
+        for i, (record, ms) in enumerate(zip(records, per_record)):
+            entry = self.prompts.entry_for(record.category)
+            for m in ms:
+                for k in range(1, len(record.turns) + 1) if record.turns else (None,):
+                    jobs.append((i, m, k, entry, self._request(entry, record, m, k)))
+        return jobs
+
+    def _complete(self, records: Sequence[Record], per_record: list[list[str]],
+                  jobs: list[tuple[int, str, int | None, PromptEntry, JudgeRequest]],
+                  progress: ProgressFn | None) -> list[Completion]:
+        """The completions of `jobs`; in `auto` mode against an HTTP judge, the first request goes alone
+        and decides the mode (see the module docstring); `jobs` is rebuilt in place when it changes."""
+        requests = [job[4] for job in jobs]
+        if self.requested_mode != "auto" or self.mode != "logprobs" or not requests or self.backend.kind != "openai":
+            return complete_all(self.backend, requests, progress)
+        first = min(requests, key=_sort_key)
+        got = complete_all(self.backend, [first])[0]
+        if got.ok and not got.top_logprobs:
+            key = self._judge_key()
+            if key not in _WITHOUT_LOGPROBS:
+                _WITHOUT_LOGPROBS.add(key)
+                self.log(f"judge {self.backend.model}: the server returned no log-probabilities; mode auto rates "
+                         "with a parsed reply instead (as mode: generate) for the rest of this run")
+            self.mode = "generate"
+            jobs[:] = self._jobs(records, per_record)
+            return complete_all(self.backend, [job[4] for job in jobs], progress)
+        rest = complete_all(self.backend, [r for r in requests if r != first], progress)
+        by_request = {r: c for r, c in zip((r for r in requests if r != first), rest)}
+        by_request[first] = got
+        return [by_request[r] for r in requests]
 
     def _score(self, item: ItemScores, metric: str, entry: PromptEntry, request: JudgeRequest,
                comp: Completion, shown: Sequence[str] = (), key: str | None = None) -> None:
@@ -265,7 +315,7 @@ class RatingJudge:
             if result.ok:
                 item.scores[key] = result.value
             else:
-                reason = result.reason if top else "the judge returned no top log-probabilities"
+                reason = result.reason if top else NO_LOGPROBS
                 item.invalid[key] = Invalid(reason=reason, raw=repr(shown))
             return
         details["raw"] = comp.text

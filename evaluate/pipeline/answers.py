@@ -147,6 +147,12 @@ def _messages_shape(value: Any, label: str, need_output: bool) -> tuple[str, lis
             problems.append(f'{where}: expected an object {{"role": ..., "content": ...}}, got {type(msg).__name__}')
             return "", pairs, problems
         role, content = msg.get("role"), msg.get("content")
+        if msg.get("tool_calls") or msg.get("function_call") or role in ("tool", "function"):
+            what = "a tool call (tool_calls)" if role not in ("tool", "function") else f'a "{role}" message'
+            problems.append(f"{where}: {what}: tool calls and tool messages are not supported; give each turn as "
+                            "user text and the assistant's final text reply (drop the tool_calls and tool "
+                            "messages, or fold the tool's result into the assistant's reply)")
+            return "", pairs, problems
         if role not in ROLES:
             problems.append(f"{where}: role {role!r} is not read (expected one of {', '.join(ROLES)})")
             return "", pairs, problems

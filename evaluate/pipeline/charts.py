@@ -13,6 +13,7 @@ Charts know result files, not evaluators: a score's range comes from its signatu
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,13 @@ def write_charts(save_path: Path, results: list[ModelResults], *,
     return written
 
 
+def _fit_title(text: str, fig_width_in: float, fontsize: float = 10) -> str:
+    """`text` wrapped to the width the axes get (about 70% of a figure whose legend sits beside it),
+    at DejaVu Sans's average character width (~0.6 em): a narrow chart's note is never cut at its edges."""
+    chars = max(24, int(fig_width_in * 0.7 * 72 / (0.6 * fontsize)))
+    return "\n".join(textwrap.wrap(text, width=chars)) or text
+
+
 def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: list[str], colors,
           scale: tuple[float, float] | None) -> Path:
     names = list(by_name)
@@ -125,7 +133,8 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
                "bootstrap CI of the mean" + ("; Wilson for pass rates" if "wilson" in kinds else ""))
     bars_note = ("no error bars: too few items (< 10) for a 95% interval" if not with_ci else
                  f"error bars: 95% {ci_text}" + ("; none below 10 items" if without_ci else ""))
-    ax.set_title(f"{family} - {category}\n({n_text} items per model; {bars_note})", fontsize=10)
+    note = f"({n_text} items per model; {bars_note})"
+    ax.set_title(f"{family} - {category}\n" + _fit_title(note, min(fig_w, 18)), fontsize=10)
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()

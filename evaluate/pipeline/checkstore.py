@@ -60,6 +60,10 @@ def store_dir(save_path: Path) -> Path:
     return layout.judge_checks_dir(save_path)
 
 
+_RULE_WORDS = {"shorter": "the shorter answer", "first": "always the first", "second": "always the second",
+               "tie": "always a tie"}
+
+
 def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
     parts, ok = [], True
     for name in ("labelled", "sanity"):
@@ -69,8 +73,10 @@ def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
         ok = ok and bool(sec.get("trustworthy"))
         if name == "labelled":
             a = sec["agreement"]
+            best = sec.get("best_trivial_rule") or "longer"  # records written before every rule was compared
             head = (f"with labels ({Path(sec['data']).name}, {sec['pairs']} pairs): agreement {_f(a['accuracy'])} "
-                    f"(95% CI {_ci(a['ci95'])}) vs {_f(sec['baselines']['longer']['accuracy'])} for the longer answer")
+                    f"(95% CI {_ci(a['ci95'])}) vs {_f(sec['baselines'][best]['accuracy'])} for "
+                    + ("the longer answer" if best == "longer" else f"the best trivial rule ({_RULE_WORDS[best]})"))
         else:
             b, r = sec["pooled"]["battle"], sec["pooled"]["rating"]
             said = {"battle": f"battle prefers the intact text {_pct(b['preference'])} (95% CI {_ci(b['ci95'])})",

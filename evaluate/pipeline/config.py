@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,7 +192,9 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
 def _resolve(base: Path | None, value: str) -> Path:
     p = Path(value).expanduser()
     if not p.is_absolute() and base is not None:
-        p = base / p
+        # `base` is resolved (no symlink left), so dropping "dir/.." lexically names the same file, and
+        # the paths printed read results/my/report.html, not cfg/../results/my/report.html
+        p = Path(os.path.normpath(base / p))
     return p
 
 

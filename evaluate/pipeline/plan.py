@@ -50,6 +50,28 @@ class Plan:
         return "\n".join(lines)
 
 
+def misspelt_categories(cfg: RunConfig, used: set[str], skipped: dict[str, int]) -> list[str]:
+    """A config category that matches no record while a record category close to it has no entry is a
+    typo (`factul:` for `factual`): those records would be dropped silently. A config category with no
+    close uncovered record category is left alone (ColossalAI's configs list 20 categories, most absent),
+    and so is a shard's (`--shard I/N` holds some records only; the whole run is checked unsharded)."""
+    import difflib
+
+    if getattr(cfg, "shard", None):
+        return []
+    out = []
+    lowered = {c.lower(): c for c in skipped}
+    for cat in cfg.categories:
+        if cat in used:
+            continue
+        close = [lowered[c] for c in difflib.get_close_matches(cat.lower(), list(lowered), n=2, cutoff=0.75)]
+        if close:
+            out.append(f'category.{cat}: no record has category "{cat}"; did you mean '
+                       + " or ".join(f'"{c}"' for c in close) + "? (records in categories no entry covers: "
+                       + ", ".join(f"{c} ({n})" for c, n in skipped.items()) + ")")
+    return out
+
+
 def select_families(only: list[str] | None, skip: list[str] | None) -> list[str]:
     from ..core.registry import suggest
 
@@ -101,6 +123,7 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     skipped: dict[str, int] = {}
     for cat in sorted(used - set(cfg.categories)):
         skipped[cat] = max(items[s.name].get(cat, 0) for s in sets)
+    problems.extend(misspelt_categories(cfg, used, skipped))
     problems.extend(conversation_refusals(sets, categories, fam_objs))
     for fam, obj in fam_objs.items():
         problems.extend(obj.validate_run(contexts[fam], categories))

@@ -108,10 +108,15 @@ def _aggs(res: dict[str, Any], category: str | None) -> dict[str, Any]:
 
 
 def pairs(data: SaveData) -> list[dict[str, Any]]:
-    """Headline: per pair of models, who is better on what, and the battle."""
+    """Headline: per pair of models, who is better on what, and the battle. Two runs compared
+    (`eval.py compare --report`) show only the pairs compared, each model across the two runs: the cross
+    pairs (A:x vs B:y) have no comparison and no battle, nothing to show."""
     out = []
+    compared_runs = bool((data.manifest or {}).get("compared_runs"))
     for a, b in combinations(data.models, 2):
         found = comparison_rows(data, a, b)
+        if compared_runs and not found and not data.battle_for(a, b):
+            continue
         entry: dict[str, Any] = {"a": a, "b": b, "comparison": None, "battle": None}
         if found:
             comp, rows, _swapped = found
@@ -257,7 +262,8 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
     run_check = (data.manifest or {}).get("judge_check")
     unchecked = (str(run_check.get("verdict") or "") if isinstance(run_check, dict) and run_check.get("scope")
                  else None)
-    return {"used": used, "config": judge_options_shown(cfg_judge) if used else None, "signatures": sigs,
+    return {"used": used, "config": readable_settings(judge_options_shown(cfg_judge)) if used else None,
+            "signatures": {k: readable_settings(v) for k, v in sigs.items()},
             "check": check, "check_detail": _check_detail(check), "unchecked": unchecked,
             "biases": biases, "invalid": invalid_reasons(data)}
 
@@ -266,6 +272,27 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
 LOCAL_ONLY = ("dtype", "lookahead", "local_batch_size", "device", "threads", "quantization")
 HTTP_ONLY = ("base_url", "endpoints", "endpoint_failures", "endpoint_cooldown", "api_key_env", "concurrency",
              "timeout", "max_retries", "batch", "batch_poll", "price")
+
+
+def readable(value: Any) -> str:
+    """A setting as a person reads it, in the config's own words: true / false, `prompt: 0.15, completion:
+    0.6` for a mapping, items joined by "; " for a list; never a Python repr ({'backend': ...}, None, True)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "–"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {readable(v)}" for k, v in value.items() if v is not None)
+    if isinstance(value, (list, tuple)):
+        return "; ".join(readable(v) for v in value)
+    return str(value)
+
+
+def readable_settings(settings: dict[str, Any] | None) -> dict[str, str] | None:
+    """Each setting that is set, as `readable` writes it (a setting left at None is left out)."""
+    if not isinstance(settings, dict):
+        return settings
+    return {k: readable(v) for k, v in settings.items() if v is not None}
 
 
 def judge_options_shown(cfg: Any) -> dict[str, Any] | None:

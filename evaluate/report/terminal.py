@@ -141,46 +141,11 @@ def _interval_cell(row: dict[str, Any]) -> str:
     return "all equal" if row.get("interval_note") else "–"
 
 
-def _pair_block(comp: dict[str, Any], keys: list[str], data: SaveData, width: int, color: bool) -> list[str]:
-    a, b = comp.get("model_a", "A"), comp.get("model_b", "B")
-    method = comp.get("method") or {}
-    rows = comp.get("rows") or []
-    conf = [r for r in rows if confirmatory(r)]
-    na, nb = (sum(r.get("verdict") == v for r in conf) for v in ("A better", "B better"))
-    head = (f"{a} vs {b}: {a} better on {na}, {b} better on {nb}, no detectable difference on "
-            f"{len(conf) - na - nb} of {len(conf)} primary scores")
-    lines = _wrap(head, width)
-    m = method.get("confirmatory_tests") or len(conf)
-    sw = max(10, min(SCORE_W, width - 51))
-    lines.append(f"  {'score':<{sw}} {'A − B':>7} {'interval':<17} {'p_adj':>6}  verdict")
-    by_key = {r.get("score"): r for r in rows if r.get("category") == ALL}
-    for k in keys:
-        r = by_key.get(k)
-        if r is None:
-            continue
-        tag = "" if confirmatory(r) else " (expl.)"
-        p = r.get("p_adj")
-        word = _verdict_word(r, a, b) + tag
-        text = (f"  {_fit(k, sw):<{sw}} {num(r.get('diff')):>7} {_interval_cell(r):<17} "
-                f"{(f'{p:.3f}' if finite(p) else '–'):>6}  ")
-        word = _fit(word, max(8, width - len(text)))
-        lines.append(text + (GREEN + word + RESET if color and significant(r) else word))
-    lines += _wrap(f"  A = {_fit(a, 20)}; intervals simultaneous 95% over the {m} primary scores"
-                   if m > 1 else f"  A = {_fit(a, 20)}; 95% intervals", width, "    ")
-    lines += _battle_lines(data, a, b, width)
-    leads = [r for r in rows if not confirmatory(r) and significant(r)]
-    if leads:
-        named = [f"{_fit(r['better'] or '?', 14)} on {r.get('category')} {r.get('score')}" for r in leads[:MAX_LEADS]]
-        more = f"; {len(leads) - MAX_LEADS} more in the report" if len(leads) > MAX_LEADS else ""
-        lines += _wrap("  leads (exploratory, unadjusted 95%; not findings): higher: " + "; ".join(named) + more,
-                       width, "    ")
-    return lines
-
-
-def _battle_lines(data: SaveData, a: str, b: str, width: int) -> list[str]:
+def _battle_side(data: SaveData, a: str, b: str) -> dict[str, Any] | None:
+    """The pair's battle from the side of `a`: win rate and interval, length-controlled ones, counts."""
     found = data.battle_for(a, b)
     if not found:
-        return []
+        return None
     bt, swapped = found
     s = bt.get("summary") or {}
     wr, ci = s.get("win_rate"), s.get("win_rate_ci95")
@@ -191,6 +156,88 @@ def _battle_lines(data: SaveData, a: str, b: str, width: int) -> list[str]:
         ci = [1 - ci[1], 1 - ci[0]] if ci else ci
         lc = 1 - lc if finite(lc) else lc
         lc_ci = [1 - lc_ci[1], 1 - lc_ci[0]] if lc_ci else lc_ci
+    return {"wr": wr, "ci": ci, "lc": lc, "lc_ci": lc_ci, "summary": s, "benchmark": bt.get("benchmark")}
+
+
+def _battle_verdict(side: dict[str, Any] | None) -> str | None:
+    """"A" / "B" when the battle's 95% interval on A's win rate excludes 0.5, "" when it does not, None
+    without a battle or a valid verdict."""
+    if not side or not finite(side["wr"]):
+        return None
+    ci = side["ci"]
+    if ci and all(finite(v) for v in ci):
+        return "A" if ci[0] > 0.5 else "B" if ci[1] < 0.5 else ""
+    return ""
+
+
+def _no_valid(row: dict[str, Any]) -> bool:
+    return not row.get("n") and not finite(row.get("diff"))
+
+
+def _pair_block(comp: dict[str, Any], keys: list[str], data: SaveData, width: int, color: bool) -> list[str]:
+    a, b = comp.get("model_a", "A"), comp.get("model_b", "B")
+    method = comp.get("method") or {}
+    rows = comp.get("rows") or []
+    conf = [r for r in rows if confirmatory(r)]
+    side = _battle_side(data, a, b)
+    battle = _battle_verdict(side)
+    if conf and all(_no_valid(r) for r in conf) and battle is None:
+        head = f"{a} vs {b}: no valid scores to compare (every primary score is invalid; see the invalid count below)"
+    else:
+        na, nb = (sum(r.get("verdict") == v for r in conf) for v in ("A better", "B better"))
+        na, nb = na + (battle == "A"), nb + (battle == "B")
+        total = len(conf) + (battle is not None)
+        what = (f"{len(conf)} score{'s' * (len(conf) != 1)} and the battle" if battle is not None
+                else f"{len(conf)} score{'s' * (len(conf) != 1)}")
+        head = (f"{a} vs {b}: {a} better on {na}, {b} better on {nb}, no detectable difference on "
+                f"{total - na - nb} of {total} primary comparisons ({what})")
+    lines = _wrap(head, width)
+    m = method.get("confirmatory_tests") or len(conf)
+    sw = max(10, min(SCORE_W, width - 51))
+    lines.append(f"  {'score':<{sw}} {'A − B':>7} {'interval':<17} {'p_adj':>6}  verdict")
+    by_key = {r.get("score"): r for r in rows if r.get("category") == ALL}
+    detect: list[str] = []
+    for k in keys:
+        r = by_key.get(k)
+        if r is None:
+            continue
+        tag = "" if confirmatory(r) else " (expl.)"
+        p = r.get("p_adj")
+        word = ("no valid scores" if _no_valid(r) else _verdict_word(r, a, b)) + tag
+        text = (f"  {_fit(k, sw):<{sw}} {num(r.get('diff')):>7} {_interval_cell(r):<17} "
+                f"{(f'{p:.3f}' if finite(p) else '–'):>6}  ")
+        word = _fit(word, max(8, width - len(text)))
+        lines.append(text + (GREEN + word + RESET if color and significant(r) else word))
+        if not significant(r) and not _no_valid(r) and r.get("detectable"):
+            detect.append(f"{k}{_detectable_short(str(r['detectable']))}")
+    lines += _wrap(f"  A = {_fit(a, 20)}; intervals simultaneous 95% over the {m} primary scores"
+                   if m > 1 else f"  A = {_fit(a, 20)}; 95% intervals", width, "    ")
+    if detect:
+        lines += _wrap("  where none was found, what the items could detect (|A − B|, 80% power): "
+                       + "; ".join(detect), width, "    ")
+    lines += _battle_lines(side, a, width)
+    leads = [r for r in rows if not confirmatory(r) and significant(r)]
+    if leads:
+        named = [f"{_fit(r['better'] or '?', 14)} on {r.get('category')} {r.get('score')}" for r in leads[:MAX_LEADS]]
+        more = f"; {len(leads) - MAX_LEADS} more in the report" if len(leads) > MAX_LEADS else ""
+        lines += _wrap("  leads (exploratory, unadjusted 95%; not findings): higher: " + "; ".join(named) + more,
+                       width, "    ")
+    return lines
+
+
+def _detectable_short(text: str) -> str:
+    """' ≥ 0.31', ': too few pairs for any test', ': identical scores on every item', from the row's words."""
+    if " detects |A − B| of about " in text:
+        return " ≥ " + text.split(" of about ", 1)[1].split(" ", 1)[0]
+    if "too few pairs" in text:
+        return ": too few pairs for any test"
+    return ": " + text
+
+
+def _battle_lines(side: dict[str, Any] | None, a: str, width: int) -> list[str]:
+    if not side:
+        return []
+    s, wr, ci, lc, lc_ci = side["summary"], side["wr"], side["ci"], side["lc"], side["lc_ci"]
 
     def iv(x: Any) -> str:
         return f"[{num(x[0], 2)}, {num(x[1], 2)}]" if x and all(finite(v) for v in x) else "(too few items)"
@@ -198,7 +245,7 @@ def _battle_lines(data: SaveData, a: str, b: str, width: int) -> list[str]:
     text = (f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}, length-controlled {num(lc, 2)} {iv(lc_ci)}"
             if finite(lc) else f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}")
     text += f"; {s.get('invalid', 0)} of {s.get('items', '?')} invalid"
-    return _wrap(text + " (ties half, 95%)", width, "    ") + _benchmark_lines(bt.get("benchmark"), width)
+    return _wrap(text + " (ties half, 95%)", width, "    ") + _benchmark_lines(side["benchmark"], width)
 
 
 def _benchmark_lines(block: Any, width: int) -> list[str]:
@@ -283,6 +330,18 @@ def _run_lines(manifest: dict[str, Any] | None, width: int) -> list[str]:
     return lines
 
 
+def _not_scored_lines(data: SaveData, width: int) -> list[str]:
+    """Records no config entry covers, named again at the end (the plan named them before the run)."""
+    skipped: dict[str, int] = {}
+    for res in data.results:
+        for cat, n in (res.get("skipped_categories") or {}).items():
+            skipped[cat] = max(skipped.get(cat, 0), n if isinstance(n, int) else 0)
+    if not skipped:
+        return []
+    return _wrap(f"not scored: {sum(skipped.values())} records per model in categories no config entry covers: "
+                 + ", ".join(f"{c} ({n})" for c, n in sorted(skipped.items())), width, "  ")
+
+
 def closing_summary(source: Path | SaveData, *, width: int | None = None, color: bool | None = None,
                     scores: Sequence[str] | None = None) -> str:
     """The closing lines of a save path (its files) or of a run's view (`SaveData`, from memory).
@@ -313,6 +372,7 @@ def closing_summary(source: Path | SaveData, *, width: int | None = None, color:
     run = _run_lines(data.manifest, width)
     if run:
         lines += [""] + run
+    lines += _not_scored_lines(data, width)
     for w in judge_warnings(data):
         text = "\n".join(_wrap("judge warning: " + w, width))
         lines.append(RED + text + RESET if color else text)

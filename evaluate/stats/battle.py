@@ -32,6 +32,7 @@ import re
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+from scipy.special import expit  # the logistic function without exp's overflow warning at large |z|
 
 from .intervals import MIN_INTERVAL_N, percentile_interval, wilson_interval
 
@@ -63,7 +64,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
 
     current = loss(coef)
     for _ in range(max_iter):
-        p = 1.0 / (1.0 + np.exp(-(x @ coef)))
+        p = expit(x @ coef)
         grad = x.T @ (w8 * (p - y)) + l2 * coef
         hess = x.T @ (x * (w8 * p * (1 - p))[:, None]) + l2 * np.eye(x.shape[1])
         step = np.linalg.solve(hess, grad)
@@ -96,7 +97,7 @@ def fit_logistic_many(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, l2: 
         w8 = weights[lo:lo + step_rows]
         coef = np.tile(start, (len(w8), 1))
         for _ in range(max_iter):
-            p = 1.0 / (1.0 + np.exp(-(coef @ x.T)))
+            p = expit(coef @ x.T)
             grad = (w8 * (p - y)) @ x + l2 * coef
             curv = w8 * p * (1 - p)
             hess = np.stack([(curv * x[:, i]) @ x for i in range(k)], axis=1) + l2 * np.eye(k)
@@ -104,7 +105,7 @@ def fit_logistic_many(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, l2: 
             coef = coef - step
             if np.max(np.abs(step)) < tol:
                 break
-        p = 1.0 / (1.0 + np.exp(-(coef @ x.T)))
+        p = expit(coef @ x.T)
         grad = (w8 * (p - y)) @ x + l2 * coef
         bad = ~np.isfinite(coef).all(axis=1) | (np.abs(grad).max(axis=1) > 1e-6 * (1.0 + w8.sum(axis=1)))
         for b in np.flatnonzero(bad):
@@ -114,7 +115,7 @@ def fit_logistic_many(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, l2: 
 
 
 def _sigmoid(z: float) -> float:
-    return 1.0 / (1.0 + math.exp(-z))
+    return float(expit(z))
 
 
 def _boot_counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
@@ -162,7 +163,7 @@ def length_controlled_win_rate(outcomes: Sequence[float], len_a: Sequence[float]
         out["interval_note"] = f"too few items (n = {n} < {MIN_INTERVAL_N}) for a bootstrap interval"
     elif resamples > 0:
         counts = _boot_counts(np.random.default_rng(seed), n, resamples)
-        lc = 1.0 / (1.0 + np.exp(-fit_logistic_many(x, y, counts, init=coef)[:, 0]))
+        lc = expit(fit_logistic_many(x, y, counts, init=coef)[:, 0])
         out["lc_interval"] = list(percentile_interval(lc, level))
     return out
 
