@@ -466,3 +466,40 @@ def wrap(inner: Backend, opts: Any, cache_path: Path | None, api_key: str | None
     key = api_key or os.environ.get(opts.api_key_env) or None
     return BatchBackend(inner, cache_path, base_url=opts.base_url, api_key=key, timeout=opts.timeout,
                         poll_max=opts.batch_poll, poll_min=min(1.0, opts.batch_poll))
+
+
+def read_result_file(path: Path, known: Any, model: str, unknown: str, model_key: str,
+                     limit: int = 20) -> tuple[list[tuple[str, Completion]], list[str], list[str]]:
+    """A batch engine's output file (one result line per request), checked before anything is stored:
+    (answered: [(custom_id, Completion)], failed: ["<id>: why"], problems: ["file:line: why"]). A line
+    whose custom_id is not in `known` is a problem (`unknown` says what it should have been); so is a
+    reply from another model than `model` (`model_key` names the key that sets it). Stops after `limit`
+    problems."""
+    ok: list[tuple[str, Completion]] = []
+    failed: list[str] = []
+    problems: list[str] = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+                cid, comp, reason, _ = parse_result_line(obj)
+            except (ValueError, TypeError) as exc:
+                problems.append(f"{path}:{n}: not a batch result line ({exc})")
+                continue
+            if cid not in known:
+                problems.append(f'{path}:{n}: custom_id "{cid[:16]}..." is not {unknown}')
+                continue
+            body = (obj.get("response") or {}).get("body")
+            replied = body.get("model") if isinstance(body, dict) else None
+            if comp is not None and replied is not None and replied != model:
+                problems.append(f'{path}:{n}: the reply is from model "{replied}", {model_key} is "{model}"')
+                continue
+            if comp is None:
+                failed.append(f"{cid[:12]}: {reason}")
+            else:
+                ok.append((cid, comp))
+            if len(problems) >= limit:
+                break
+    return ok, failed, problems

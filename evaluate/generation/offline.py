@@ -7,11 +7,10 @@ on the first turns' replies: export, import, and export again until nothing is l
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..backends.batch import batch_line, parse_result_line, request_body
+from ..backends.batch import batch_line, read_result_file, request_body
 from ..backends.cache import CachedBackend
 from ..backends.pool import open_backend
 from ..core.errors import InputError
@@ -44,28 +43,10 @@ def import_responses(qf: QuestionFile, opts: Any, cache: Path | None, path: Path
         raise InputError(f"--import-responses: {path}: no such file")
     inner = open_backend(opts.judge_options(), None)
     _, pending, _ = walk(qf, opts, inner.signature(), cache)
-    ok, failed, problems = [], [], []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                cid, comp, reason, _ = parse_result_line(obj)
-            except (ValueError, TypeError) as exc:
-                problems.append(f"{path}:{n}: not a batch result line ({exc})")
-                continue
-            if cid not in pending:
-                problems.append(f'{path}:{n}: custom_id "{cid[:16]}..." is not a request still needed for these '
-                                "questions and this model (exported from another file or config, or already imported?)")
-                continue
-            body = (obj.get("response") or {}).get("body")
-            model = body.get("model") if isinstance(body, dict) else None
-            if comp is not None and model is not None and model != opts.model:
-                problems.append(f'{path}:{n}: the reply is from model "{model}", the model config names '
-                                f'"{opts.model}" (model.model)')
-                continue
-            (ok.append((cid, comp)) if comp is not None else failed.append(f"{cid[:12]}: {reason}"))
+    ok, failed, problems = read_result_file(
+        path, pending, opts.model, model_key="the model config's model (model.model)",
+        unknown="a request still needed for these questions and this model (exported from another file or "
+                "config, or already imported?)")
     if problems:
         inner.close()
         raise InputError("--import-responses refused, nothing was stored:\n  " + "\n  ".join(problems[:20]))

@@ -19,7 +19,6 @@ The same collection gives `--dry-run` its token and cost estimate.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any, Callable, Sequence
 
 from ..backends.base import (Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend, cost_usd,
                              estimate_tokens)
-from ..backends.batch import batch_line, parse_result_line, request_body
+from ..backends.batch import batch_line, read_result_file, request_body
 from ..backends.cache import CachedBackend
 from ..backends.pool import JudgePool
 from ..core.errors import InputError
@@ -178,35 +177,9 @@ def import_results(prep: Prepared, path: Path, *, log: Callable[[str], None] = l
     got = collect(prep, log)
     if not path.is_file():
         raise InputError(f"--import-results: {path}: no such file")
-    ok: list[tuple[str, Completion]] = []
-    failed: list[str] = []
-    problems: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                cid, comp, reason, _ = parse_result_line(obj)
-            except (ValueError, TypeError) as exc:
-                problems.append(f"{path}:{n}: not a batch result line ({exc})")
-                continue
-            if cid not in got.seen:
-                problems.append(f'{path}:{n}: custom_id "{cid[:16]}..." is not a request of this run (exported '
-                                f"from another config, judge or cache?)")
-                continue
-            body = (obj.get("response") or {}).get("body")
-            model = body.get("model") if isinstance(body, dict) else None
-            if comp is not None and model is not None and model != cfg.judge.model:
-                problems.append(f'{path}:{n}: the reply is from model "{model}", the run\'s judge is '
-                                f'"{cfg.judge.model}" (judge.model)')
-                continue
-            if comp is None:
-                failed.append(f"{cid[:12]}: {reason}")
-            else:
-                ok.append((cid, comp))
-            if len(problems) >= 20:
-                break
+    ok, failed, problems = read_result_file(
+        path, got.seen, cfg.judge.model, unknown="a request of this run (exported from another config, judge or cache?)",
+        model_key="the run's judge (judge.model)")
     if problems:
         raise InputError("--import-results refused, nothing was stored:\n  " + "\n  ".join(problems[:20]))
     cache = CachedBackend(_Recorder(_identity(cfg.judge)), cache_path)
