@@ -262,3 +262,46 @@ def test_gpt_rating_outside_the_scale_is_invalid_with_its_text(fake_openai, tmp_
     assert agg["mean"] == 3.0 and agg["invalid"] == 1  # (4 + 2) / 2: the 7 is not averaged
     bad = [it["invalid"]["GPT/correctness"] for it in res["items"] if "GPT/correctness" in it["invalid"]]
     assert len(bad) == 1 and bad[0]["raw"] == "7" and "outside 1-5" in bad[0]["reason"]
+
+
+LONG = "my-team-finetune-checkpoint-2026-11-25-step-12000"  # longer than any name column
+
+
+def _table_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if line and not line.startswith(("written:", "wrote "))]
+
+
+def test_mt_bench_tables_wrap_long_model_names_never_cut(mt_data, fake_openai, tmp_path) -> None:
+    """Issue 30 item 8: a model name wider than its column has a line of its own (or a legend), whole;
+    the tables stay within 80 columns."""
+    rows = [json.loads(x) for x in (MT_ANSWERS / "gpt-3.5-turbo.jsonl").read_text().splitlines() if x.strip()]
+    long_file = tmp_path / f"{LONG}.jsonl"
+    long_file.write_text("".join(json.dumps({**r, "model_id": LONG}) + "\n" for r in rows))
+    answers = [long_file, MT_ANSWERS / "vicuna-13b-v1.3.jsonl"]
+    cfg = judge_config(tmp_path, fake_openai)
+    fake_openai.reply_fn = lambda req: "Rating: [[5]]" if "[[rating]]" in req.user_text or "Rating" in req.user_text \
+        else "[[A]]"
+    for mode in ("single", "pairwise-all"):
+        proc = mt_run(cfg, tmp_path / mode, mode, answers=answers)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        lines = _table_lines(proc.stdout)
+        assert any(line.strip() == LONG or line.startswith(f"(1) {LONG}") or line.startswith(LONG)
+                   for line in lines), proc.stdout
+        assert not [x for x in lines if ("~" in x or "…" in x) and "my-team" in x], proc.stdout  # never cut
+        assert any(x.startswith(f"  A = {LONG};") for x in lines), proc.stdout  # the closing lines too
+        assert max(len(x) for x in lines if "/" not in x) <= 80, proc.stdout  # paths aside
+
+
+def test_arena_hard_table_wraps_a_long_model_name(ah_data, fake_openai, tmp_path) -> None:
+    bench, _ = small_bench(tmp_path, n=3)
+    src = bench / "model_answer" / f"{AH_MODEL}.jsonl"
+    rows = [json.loads(x) for x in src.read_text().splitlines() if x.strip()]
+    (bench / "model_answer" / f"{LONG}.jsonl").write_text("".join(json.dumps({**r, "model": LONG}) + "\n"
+                                                                  for r in rows))
+    fake_openai.reply_fn = verdicts
+    proc = ah_run(bench, judge_config(tmp_path, fake_openai), tmp_path / "out", models=(LONG,))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = _table_lines(proc.stdout)
+    i = lines.index(LONG)  # the name whole, on its own line
+    assert re.match(r"^ {22}\s*[\d.]+ ", lines[i + 1]), lines[i:i + 2]  # its numbers under their columns
+    assert max(len(x) for x in lines if "/" not in x) <= 80

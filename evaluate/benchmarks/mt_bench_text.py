@@ -7,11 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .tables import column_heads, name_row
+
 WIDTH = 80
-
-
-def _name(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "~"
 
 
 def _short_path(summary: dict[str, Any]) -> str:
@@ -42,8 +40,8 @@ def single_text(summary: dict[str, Any]) -> str:
              f"{'model':<22}{'turn 1':>19}{'turn 2':>19}{'average':>10}{'n':>6}"]
     for m, e in stats["models"].items():
         avg = e.get("average", {})
-        lines.append(f"{_name(m, 21):<22}{_ci(e['turn_1']):>19}{_ci(e['turn_2']):>19}{_num(avg.get('mean')):>10}"
-                     f"{avg.get('n', 0):>6}")
+        lines.append(name_row(m, 22, f"{_ci(e['turn_1']):>19}{_ci(e['turn_2']):>19}{_num(avg.get('mean')):>10}"
+                                     f"{avg.get('n', 0):>6}"))
         bad = [f"{e[k]} {k}" for k in ("invalid", "failed") if e[k]]
         if bad:
             lines.append(f"{'':<2}left out: {', '.join(bad)}")
@@ -58,11 +56,12 @@ def single_text(summary: dict[str, Any]) -> str:
     models = list(stats["models"])
     for start in range(0, len(models), 3):
         chunk = models[start:start + 3]
-        lines += ["", f"{'category':<14}" + "".join(f"{_name(m, 21):>22}" for m in chunk)]
+        heads, legend = column_heads(chunk, 22)
+        lines += ["", *legend, f"{'category':<14}" + heads]
         cats = dict.fromkeys(c for m in chunk for c in stats["models"][m]["categories"])
         for cat in cats:
             cells = [_ci(stats["models"][m]["categories"].get(cat, {"mean": None})) for m in chunk]
-            lines.append(f"{_name(cat, 13):<14}" + "".join(f"{c:>22}" for c in cells))
+            lines.append(f"{cat:<14}" + "".join(f"{c:>22}" for c in cells))
     return "\n".join(lines)
 
 
@@ -79,11 +78,11 @@ def pairwise_text(summary: dict[str, Any]) -> str:
     for m, e in stats["models"].items():
         r = table.get(m)
         rates = f"{r['win_rate']:>9.4f}{r['loss_rate']:>10.4f}" if r else f"{'-':>9}{'-':>10}"
-        lines.append(f"{_name(m, 21):<22}{e['win']:>5}{e['loss']:>5}{e['tie']:>5}{rates}{_ci(e, 4):>24}")
+        lines.append(name_row(m, 22, f"{e['win']:>5}{e['loss']:>5}{e['tie']:>5}{rates}{_ci(e, 4):>24}"))
         lines.append(f"{'':<2}turn 1 {_ci(e['turn_1'], 4)}, turn 2 {_ci(e['turn_2'], 4)}")
         lines.append(f"{'':<2}inconsistent orders (ties): {e['inconsistent']}, invalid: {e['invalid']}")
     for p in stats["pairs"]:
-        lines.append(f"{_name(p['model_a'], 37)} vs {_name(p['model_b'], 37)}")
+        lines += _wrap_lines(f"{p['model_a']} vs {p['model_b']}")
         lines.append(f"{'':<4}win-loss-tie {p['win']}-{p['loss']}-{p['tie']} (first model), adjusted {_ci(p, 4)}")
     lines += _wrap_lines(f"Counted per judged (question, turn), as show_result.py counts; a pair with an \"error\" "
                          f"game left out. adjusted: (win + tie/2) / n [{level}% Wilson interval]. The battles/ files, "

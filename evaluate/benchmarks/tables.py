@@ -20,8 +20,21 @@ def _num(x: Any, fmt: str) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "~"
+def name_row(name: str, width: int, rest: str) -> str:
+    """A table row that starts with a name in a column `width` wide: a name that does not fit is never
+    cut; it has the line to itself and the row's numbers follow on the next line, under their columns."""
+    if len(name) < width:
+        return f"{name:<{width}}{rest}"
+    return f"{name}\n{'':<{width}}{rest}"
+
+
+def column_heads(names: list[str], width: int) -> tuple[str, list[str]]:
+    """Column headers for `names` in columns `width` wide: the names themselves where they fit, else
+    (1), (2), ... with one legend line per column naming it in full (never cut)."""
+    if all(len(n) < width for n in names):
+        return "".join(f"{n:>{width}}" for n in names), []
+    return ("".join(f"{f'({i})':>{width}}" for i in range(1, len(names) + 1)),
+            [f"({i}) {n}" for i, n in enumerate(names, 1)])
 
 
 def wrap(text: str, width: int = WIDTH) -> str:
@@ -43,9 +56,9 @@ def arena_hard_table(rows: Iterable[dict[str, Any]], judge: str, baseline: str, 
     for r in rows:
         raw = f"({_num(r['lower'], '.1f')}, {_num(r['upper'], '.1f')})"
         sc = f"({_num(r['sc_lower'], '.1f')}, {_num(r['sc_upper'], '.1f')})"
-        lines.append(f"{_fit(str(r['model']), 21):<22}{_num(r['score'], '6.1f')} {raw:>13} "
-                     f"{_num(r['sc_score'], '6.1f')} {sc:>13}{_num(r['avg_tokens'], '7.0f')}"
-                     f"{r['n_questions']:>5}{r['n_invalid']:>5}")
+        lines.append(name_row(str(r["model"]), 22, f"{_num(r['score'], '6.1f')} {raw:>13} "
+                              f"{_num(r['sc_score'], '6.1f')} {sc:>13}{_num(r['avg_tokens'], '7.0f')}"
+                              f"{r['n_questions']:>5}{r['n_invalid']:>5}"))
     out = "\n".join(lines) + "\n"
     out += wrap(f"Arena-Hard, judge {judge}, baseline {baseline} (50 by definition). score: win rate against "
                 "the baseline, %, as show_result.py computes it (a strong verdict counts three times; 100 "
@@ -63,11 +76,11 @@ def alpaca_eval_table(rows: Iterable[dict[str, Any]]) -> str:
             f"{'n':>5}{'inv':>4}{'fail':>5}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{_fit(str(r['model']), 21):<22}{_num(r.get('win_rate'), '9.2f')}"
-                     f"{_num(r.get('standard_error'), '6.2f')}{_num(r.get('length_controlled_winrate'), '8.2f')}"
-                     f"{_num(r.get('lc_standard_error'), '6.2f')}{_num(r.get('discrete_win_rate'), '9.2f')}"
-                     f"{_num(r.get('avg_length'), '6.0f')}{r.get('n_total', 0):>5}{r.get('n_invalid', 0):>4}"
-                     f"{r.get('n_failed', 0):>5}")
+        lines.append(name_row(str(r["model"]), 22, f"{_num(r.get('win_rate'), '9.2f')}"
+                              f"{_num(r.get('standard_error'), '6.2f')}{_num(r.get('length_controlled_winrate'), '8.2f')}"
+                              f"{_num(r.get('lc_standard_error'), '6.2f')}{_num(r.get('discrete_win_rate'), '9.2f')}"
+                              f"{_num(r.get('avg_length'), '6.0f')}{r.get('n_total', 0):>5}{r.get('n_invalid', 0):>4}"
+                              f"{r.get('n_failed', 0):>5}"))
     return "\n".join(lines) + "\n"
 
 

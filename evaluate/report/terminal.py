@@ -37,8 +37,21 @@ MIN_WIDTH = 60
 MAX_LEADS = 4  # exploratory rows named per pair; the rest are counted
 
 
-def _fit(text: str, w: int) -> str:
-    return text if len(text) <= w else text[: max(1, w - 1)] + "…"
+def _row(name: str, w: int, rest: str, indent: str = "") -> list[str]:
+    """A table row that starts with a name (a score, a model) in a column `w` wide. A name is never cut
+    (issue: cut names read as other names): one that does not fit has the line to itself and the row's
+    numbers follow on the next line, under their columns."""
+    if len(name) <= w:
+        return [f"{indent}{name:<{w}}{rest}"]
+    return [f"{indent}{name}", f"{indent}{'':<{w}}{rest}"]
+
+
+def _heads(names: list[str], w: int) -> tuple[list[str], list[str]]:
+    """Column headers for model names in columns `w` wide: the names where they all fit, else (1), (2),
+    ... and a legend line per column naming it in full."""
+    if all(len(n) <= w for n in names):
+        return names, []
+    return [f"({i})" for i in range(1, len(names) + 1)], [f"({i}) {n}" for i, n in enumerate(names, 1)]
 
 
 def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
@@ -87,13 +100,14 @@ def _means_table(data: SaveData, keys: list[str], width: int) -> list[str]:
     models = data.models
     col = max(7, min(12, max(len(m) for m in models)))
     score_w = max(12, min(SCORE_W, width - (col + 1) * len(models)))
-    lines = [f"{'mean, all items':<{score_w}}" + "".join(f" {_fit(m, col):>{col}}" for m in models)]
+    heads, legend = _heads(list(models), col)
+    lines = legend + [f"{'mean, all items':<{score_w}}" + "".join(f" {h:>{col}}" for h in heads)]
     for k in keys:
         cells = []
         for res in data.results:
             agg = _overall(res).get(k) or {}
             cells.append(f" {num(agg.get('mean'), 3) if agg else '–':>{col}}")
-        lines.append(f"{_fit(k, score_w):<{score_w}}" + "".join(cells))
+        lines += _row(k, score_w, "".join(cells))
     ns = sorted({(_overall(r).get(k) or {}).get("n") for r in data.results for k in keys} - {None})
     if ns:
         lines += _wrap(f"n = {ns[0]}" + (f" to {ns[-1]}" if len(ns) > 1 else "") + " items per score and model; "
@@ -112,7 +126,7 @@ def _pass_rate_lines(data: SaveData, keys: list[str], width: int) -> list[str]:
             if agg.get("ci_method") != "wilson" or not agg.get("n"):
                 continue
             ci = agg.get("ci95") or [None, None]
-            cells.append(f"{_fit(res.get('model', '?'), 14)} {round(agg['mean'] * agg['n'])}/{agg['n']} "
+            cells.append(f"{res.get('model', '?')} {round(agg['mean'] * agg['n'])}/{agg['n']} "
                          f"[{num(ci[0], 2)}, {num(ci[1], 2)}]")
         if cells:
             lines += _wrap(f"  {k}: " + "; ".join(cells), width, "    ")
@@ -128,7 +142,7 @@ def _verdict_word(row: dict[str, Any], a: str, b: str) -> str:
     if str(row.get("verdict", "")).startswith("not comparable"):
         return "not comparable"
     if significant(row):
-        return f"{_fit(a if row['verdict'] == 'A better' else b, 14)} better"
+        return f"{a if row['verdict'] == 'A better' else b} better"
     return "no difference"
 
 
@@ -204,21 +218,22 @@ def _pair_block(comp: dict[str, Any], keys: list[str], data: SaveData, width: in
         tag = "" if confirmatory(r) else " (expl.)"
         p = r.get("p_adj")
         word = ("no valid scores" if _no_valid(r) else _verdict_word(r, a, b)) + tag
-        text = (f"  {_fit(k, sw):<{sw}} {num(r.get('diff')):>7} {_interval_cell(r):<17} "
-                f"{(f'{p:.3f}' if finite(p) else '–'):>6}  ")
-        word = _fit(word, max(8, width - len(text)))
-        lines.append(text + (GREEN + word + RESET if color and significant(r) else word))
+        row = _row(k, sw, f" {num(r.get('diff')):>7} {_interval_cell(r):<17} "
+                          f"{(f'{p:.3f}' if finite(p) else '–'):>6}  ", indent="  ")
+        if len(row[-1]) + len(word) > width:  # a long model name: the verdict on a line of its own
+            row.append(" " * max(4, width - len(word)))
+        lines += row[:-1] + [row[-1] + (GREEN + word + RESET if color and significant(r) else word)]
         if not significant(r) and not _no_valid(r) and r.get("detectable"):
             detect.append(f"{k}{_detectable_short(str(r['detectable']))}")
-    lines += _wrap(f"  A = {_fit(a, 20)}; intervals simultaneous 95% over the {m} primary scores"
-                   if m > 1 else f"  A = {_fit(a, 20)}; 95% intervals", width, "    ")
+    lines += _wrap(f"  A = {a}; intervals simultaneous 95% over the {m} primary scores"
+                   if m > 1 else f"  A = {a}; 95% intervals", width, "    ")
     if detect:
         lines += _wrap("  where none was found, what the items could detect (|A − B|, 80% power): "
                        + "; ".join(detect), width, "    ")
     lines += _battle_lines(side, a, width)
     leads = [r for r in rows if not confirmatory(r) and significant(r)]
     if leads:
-        named = [f"{_fit(r['better'] or '?', 14)} on {r.get('category')} {r.get('score')}" for r in leads[:MAX_LEADS]]
+        named = [f"{r['better'] or '?'} on {r.get('category')} {r.get('score')}" for r in leads[:MAX_LEADS]]
         more = f"; {len(leads) - MAX_LEADS} more in the report" if len(leads) > MAX_LEADS else ""
         lines += _wrap("  leads (exploratory, unadjusted 95%; not findings): higher: " + "; ".join(named) + more,
                        width, "    ")
@@ -242,8 +257,8 @@ def _battle_lines(side: dict[str, Any] | None, a: str, width: int) -> list[str]:
     def iv(x: Any) -> str:
         return f"[{num(x[0], 2)}, {num(x[1], 2)}]" if x and all(finite(v) for v in x) else "(too few items)"
 
-    text = (f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}, length-controlled {num(lc, 2)} {iv(lc_ci)}"
-            if finite(lc) else f"  battle: win rate of {_fit(a, 14)} {num(wr, 2)} {iv(ci)}")
+    text = (f"  battle: win rate of {a} {num(wr, 2)} {iv(ci)}, length-controlled {num(lc, 2)} {iv(lc_ci)}"
+            if finite(lc) else f"  battle: win rate of {a} {num(wr, 2)} {iv(ci)}")
     text += f"; {s.get('invalid', 0)} of {s.get('items', '?')} invalid"
     return _wrap(text + " (ties half, 95%)", width, "    ") + _benchmark_lines(side["benchmark"], width)
 
@@ -265,7 +280,7 @@ def _benchmark_lines(block: Any, width: int) -> list[str]:
         parts.append(f"{r.get('label')} {r['value']:.{d}f}{ivt}")
     if not parts:
         return []
-    return _wrap(f"  {block.get('name', 'benchmark')}, {_fit(str(block.get('model', '')), 20)}: " + "; ".join(parts),
+    return _wrap(f"  {block.get('name', 'benchmark')}, {block.get('model', '')}: " + "; ".join(parts),
                  width, "    ")
 
 
@@ -288,8 +303,8 @@ def _ranking_lines(ranking: dict[str, Any] | None, width: int) -> list[str]:
 
     for m in order:
         c = sc.get(m) or {}
-        lines.append(f"  {_fit(m, mw):<{mw}} {elo(raw[m].get('rating')):>6} {iv(raw[m].get('interval')):<13} "
-                     f"{elo(c.get('rating')):>9} {iv(c.get('interval')):<13}".rstrip())
+        lines += [x.rstrip() for x in _row(m, mw, f" {elo(raw[m].get('rating')):>6} {iv(raw[m].get('interval')):<13} "
+                                            f"{elo(c.get('rating')):>9} {iv(c.get('interval')):<13}", indent="  ")]
     first = (ranking.get("first") or {})
     for name, label in (("raw", ""), ("style_controlled", "style-controlled: ")):
         if first.get(name):
