@@ -81,6 +81,8 @@ def main() -> int:
             assert all(c.ok for c in out), [c.error for c in out if not c.ok]
             tokens[name] += sum(c.completion_tokens for c in out)
             texts.setdefault(name, [c.text for c in out])
+            print(f"  round {r + 1}, {name}: {sum(c.completion_tokens for c in out)} tokens in "
+                  f"{time.perf_counter() - t0:.1f} s", flush=True)
     rate = {k: tokens[k] / seconds[k] for k in arms}
     for k in arms:
         print(f"{k:>14}: {tokens[k]} tokens in {seconds[k]:.1f} s = {rate[k]:.2f} tokens/s; "

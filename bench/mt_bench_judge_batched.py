@@ -37,6 +37,8 @@ def main() -> int:
     p.add_argument("--config", type=Path, default=ROOT / "bench" / "configs" / "mt_bench_qwen.yaml")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "mt_bench_judge_batched")
     p.add_argument("--sequences", type=int, default=8)
+    p.add_argument("--no-baseline", action="store_true",
+                   help="skip the one-at-a-time arm (compare with a recorded number instead)")
     args = p.parse_args()
     if not FASTCHAT.is_dir():
         print("../shared/data/fastchat_mt_bench is not here; nothing to run")
@@ -49,13 +51,16 @@ def main() -> int:
           f"{opts.max_tokens}; {len(matches)} judgments (single, turns 1 and 2)")
     open_backend(opts, None).load()  # type: ignore[attr-defined]  # the weights, once, before the clock
     got, walls = {}, {}
-    for n in (1, args.sequences):
+    arms = (args.sequences,) if args.no_baseline else (1, args.sequences)
+    for n in arms:
         backend = open_backend(dataclasses.replace(opts, local_sequences=n), None)
         t0 = time.perf_counter()
         got[n] = judge_single(backend, matches)
         walls[n] = time.perf_counter() - t0
         print(f"local_sequences {n}: {walls[n]:.0f} s, {walls[n] / len(matches):.1f} s per judgment; "
               f"ratings {[j.score for j in got[n]]}", flush=True)
+    if args.no_baseline:
+        return 0
     a, b = got[1], got[args.sequences]
     same = sum(x.game.judgment == y.game.judgment and x.score == y.score for x, y in zip(a, b))
     print(f"ratio: {walls[1] / walls[args.sequences]:.2f}x faster per judgment; identical judgments "
