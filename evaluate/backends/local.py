@@ -581,14 +581,7 @@ class LocalBackend(Backend):
             ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
             self.forward_passes += 1
-            hidden = self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1].float()
-            weight, bias = self._head  # type: ignore[misc]
-            logits = hidden @ weight.T
-            if bias is not None:
-                logits = logits + bias
-            cap = getattr(self._lm.config, "final_logit_softcapping", None)
-            if cap:
-                logits = torch.tanh(logits / cap) * cap
+            logits = self._logits(self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1].float())
             eos = self._eos_ids()
             out = []
             for req, p, row in zip(requests, prompts, logits):
