@@ -65,3 +65,17 @@ def test_bad_files(tmp_path):
     (tmp_path / "list.json").write_text("[]")
     with pytest.raises(ConfigError, match="expected a mapping at the top level"):
         load_config(tmp_path / "list.json")
+
+
+def test_local_batching_options_are_typed_and_bounded():
+    """The local judge's rows in flight and their memory bound are validated at load, with the key path."""
+    ok = parse_config({"language": "en", "category": {}, "judge": {"local_sequences": 4, "local_batch_tokens": 4096}},
+                      None)
+    assert ok.judge.local_sequences == 4 and ok.judge.local_batch_tokens == 4096
+    with pytest.raises(ConfigError) as err:
+        parse_config({"language": "en", "category": {},
+                      "judge": {"local_sequences": 0, "local_batch_tokens": "lots", "local_sequence": 2}}, None)
+    msg = str(err.value)
+    assert "judge.local_sequences: expected an integer from 1 to 256, got 0" in msg
+    assert 'judge.local_batch_tokens: expected an integer >= 256, got a string "lots"' in msg
+    assert 'judge: unknown key "local_sequence"; did you mean "local_sequences"' in msg

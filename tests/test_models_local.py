@@ -469,3 +469,73 @@ def test_a_killed_conversions_temp_files_are_swept_when_old(tmp_path):
         os.utime(p, (past, past))
     _sweep_stale(tmp_path, ".tmp-*.gguf")
     assert not old.exists() and not folder.exists() and fresh.exists()
+
+
+FLIGHT = [  # prompts of different lengths; one-token, stopped, sampled and top-logprob requests side by side
+    JudgeRequest.chat(None, "Write a haiku about rain.", max_tokens=40, top_logprobs=3),
+    JudgeRequest.chat(RUBRIC, "Question: What is the capital of France?\nAnswer: Lyon.\nExplain your score.",
+                      max_tokens=50),
+    JudgeRequest.chat(None, "List three fruits, one per line.", max_tokens=30, stop=("\n\n",)),
+    JudgeRequest.chat(None, "What is 17 times 23? Show the steps.", max_tokens=35),
+    rating(ANSWERS[2]),
+    JudgeRequest.chat(None, "Say something about cats.", max_tokens=20, temperature=1.0, seed=7),
+    JudgeRequest.chat(None, "Translate 'good morning' into French.", max_tokens=8, top_logprobs=2),
+]
+
+
+def _same_reply(a: Completion, b: Completion) -> None:
+    assert a.ok and b.ok, (a.error, b.error)
+    assert (a.text, a.finish_reason, a.prompt_tokens, a.completion_tokens) == \
+        (b.text, b.finish_reason, b.prompt_tokens, b.completion_tokens)
+    assert len(a.top_logprobs) == len(b.top_logprobs)
+    for pa, pb in zip(a.top_logprobs, b.top_logprobs):
+        assert max(pa, key=pa.get) == max(pb, key=pb.get)
+        for t in set(pa) & set(pb):
+            assert abs(pa[t] - pb[t]) < 2e-3, (t, pa[t], pb[t])
+
+
+def test_sequences_in_flight_reply_as_one_at_a_time(fresh):
+    """Continuous batching (3 rows in flight over 7 requests, so finished rows are replaced and rows of
+    different widths are padded together) gives, in float32, the one-at-a-time replies token for token:
+    text, finish reason, usage and top log-probabilities; a seeded sampled request draws the same tokens
+    whatever its batch-mates. Fewer forward passes than tokens generated is what batching buys."""
+    one = fresh(prefix_reuse=False, lookahead=0, dtype="float32")
+    many = fresh(dtype="float32", sequences=3)
+    want = [one.complete(r) for r in FLIGHT]
+    got = many.complete_many(FLIGHT)
+    for a, b in zip(want, got, strict=True):
+        _same_reply(a, b)
+    assert many.most_in_flight == 3
+    assert many.forward_passes < one.forward_passes * 0.6
+    again = many.complete_many(list(reversed(FLIGHT)))[::-1]  # other batch-mates, other order
+    assert [c.text for c in again] == [c.text for c in got]
+    with pytest.raises(InputError, match="sequences"):
+        fresh(sequences=0)
+
+
+def test_the_memory_bound_limits_rows_in_flight(fresh):
+    """`batch_tokens` caps rows x padded width: with room for about two prompts, never more than two rows
+    are decoded together, and the replies do not change."""
+    one = fresh(prefix_reuse=False, lookahead=0, dtype="float32")
+    reqs = [rating(a, max_tokens=12, top_logprobs=0) for a in ANSWERS + ["Paris."]]  # near-equal widths
+    width = max(len(one.prompt_ids(r)) for r in reqs)
+    tight = fresh(dtype="float32", sequences=8, batch_tokens=2 * width + 1)
+    got = tight.complete_many(reqs)
+    assert tight.most_in_flight == 2
+    for r, b in zip(reqs, got, strict=True):
+        _same_reply(one.complete(r), b)
+
+
+def test_a_local_call_emits_no_future_warning(fresh):
+    """transformers 5.x renamed the model's `past_key_values` argument to `cache` and warns (FutureWarning)
+    on every call that uses the old name; none of the local backend's paths may print it."""
+    import warnings
+
+    b = fresh(dtype="float32", sequences=2, batch_size=2)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        b.complete(rating(ANSWERS[0], max_tokens=3))  # prefill + decoding steps on a reused prefix
+        b.complete_many([rating(ANSWERS[1]), rating(ANSWERS[2])])  # one-token batch
+        b.complete_many(FLIGHT[:3])  # sequences in flight
+    future = [str(w.message) for w in seen if issubclass(w.category, FutureWarning)]
+    assert future == []

@@ -44,6 +44,52 @@ class _Slot:
     cache: Any  # transformers DynamicCache
 
 
+class _Reply:
+    """One request's decoding state: the tokens chosen so far, the text, the per-position top
+    log-probabilities, why it ended. The same object serves one-at-a-time decoding and a row of a
+    batch, so both choose, stop and count tokens by one rule."""
+
+    def __init__(self, backend: "LocalBackend", request: JudgeRequest, ids: list[int], budget: int,
+                 gen: Any, eos: set[int]):
+        self.backend, self.request, self.ids, self.budget, self.gen, self.eos = backend, request, ids, budget, gen, eos
+        self.out: list[int] = []
+        self.positions: list[dict[str, float]] = []
+        self.text, self.finish, self.hit_eos = "", "length", False
+
+    def emit(self, logits: Any) -> tuple[int, bool]:
+        """Choose the next token from fp32 `logits` (vocab,); (token, whether the reply is finished)."""
+        import torch
+
+        req = self.request
+        if req.top_logprobs > 0:
+            self.positions.append(self.backend._top_logprobs(torch.log_softmax(logits, -1), req.top_logprobs))
+        if req.temperature > 0:
+            probs = torch.softmax(logits / req.temperature, -1)
+            nxt = int(torch.multinomial(probs, 1, generator=self.gen))
+        else:
+            nxt = int(torch.argmax(logits))
+        if nxt in self.eos:
+            self.finish, self.hit_eos = "stop", True
+            return nxt, True
+        self.out.append(nxt)
+        text = self.backend._tok.decode(self.out, skip_special_tokens=True)
+        cut = min((text.find(s) for s in req.stop if s and s in text), default=-1)
+        if cut >= 0:
+            self.text, self.finish = text[:cut], "stop"
+            return nxt, True
+        self.text = text
+        return nxt, len(self.out) >= self.budget
+
+    def completion(self) -> Completion:
+        return Completion(
+            text=self.text,
+            top_logprobs=self.positions if self.request.top_logprobs > 0 else [],
+            prompt_tokens=len(self.ids),
+            completion_tokens=len(self.out) + self.hit_eos,
+            finish_reason=self.finish,
+        )
+
+
 class LocalBackend(Backend):
     """In-process transformers judge.
 
@@ -54,7 +100,12 @@ class LocalBackend(Backend):
     a new prompt from the longest token prefix it shares with one of them (at least
     `min_reuse_tokens`); `threads` sets torch's intra-op threads (None: leave as is);
     `lookahead` is the most tokens a greedy request drafts from an earlier occurrence of its last
-    `lookup_ngram` (or fewer, down to 2) tokens (0: plain one-token steps).
+    `lookup_ngram` (or fewer, down to 2) tokens (0: plain one-token steps); `batch_size` is how many
+    one-token requests share one left-padded forward pass (1: one at a time, with prefix reuse);
+    `sequences` is how many multi-token requests are decoded together (continuous batching: each
+    prompt is prefilled alone, with prefix reuse, then joins the batch, which advances every row by
+    one token per forward pass; a finished row leaves and the next request takes its place), and
+    `batch_tokens` bounds the KV cache of those rows (rows x padded width, counted when a row joins).
     """
 
     kind = "local"
@@ -73,6 +124,8 @@ class LocalBackend(Backend):
         lookahead: int = 3,
         lookup_ngram: int = 3,
         batch_size: int = 1,
+        sequences: int = 1,
+        batch_tokens: int = 16384,
     ):
         super().__init__(model)
         self.dtype = resolve_dtype(dtype)  # resolved now: the judge signature (cache key) names the real one
@@ -89,6 +142,10 @@ class LocalBackend(Backend):
         if batch_size < 1:
             raise InputError(f"LocalBackend: batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size  # one-token requests per forward pass (left-padded); 1: one at a time
+        if sequences < 1 or batch_tokens < 1:
+            raise InputError(f"LocalBackend: sequences and batch_tokens must be >= 1, got {sequences}, {batch_tokens}")
+        self.sequences = sequences  # multi-token requests decoded together, one token each per forward pass
+        self.batch_tokens = batch_tokens  # most KV-cache positions (rows x padded width) of the sequences in flight
         self._lock = threading.RLock()
         self._slots: list[_Slot] = []
         self._lm: Any = None
@@ -99,6 +156,7 @@ class LocalBackend(Backend):
         self.reused_tokens = 0  # prompt tokens taken from a cached prefix instead of recomputed
         self.drafted_tokens = 0  # prompt-lookup tokens fed as drafts, and how many the model confirmed
         self.accepted_tokens = 0
+        self.most_in_flight = 0  # the most rows a batched decoding step has carried (tests read it)
 
     @property
     def supports_logprobs(self) -> bool:
@@ -159,7 +217,7 @@ class LocalBackend(Backend):
         import torch
 
         self.forward_passes += 1
-        out = self._lm.base_model(input_ids=torch.tensor([list(ids)]), past_key_values=cache, use_cache=True)
+        out = self._lm.base_model(input_ids=torch.tensor([list(ids)]), cache=cache, use_cache=True)
         weight, bias = self._head  # type: ignore[misc]
         if rows > 1:
             hidden = out.last_hidden_state[0, -rows:].float()
@@ -255,59 +313,42 @@ class LocalBackend(Backend):
                     return ctx[i + n:i + n + k]
         return []
 
-    def _complete(self, request: JudgeRequest) -> Completion:
+    def _start(self, request: JudgeRequest, ids: list[int]) -> "_Reply | None":
+        """The decoding state of `request` (None: its budget is 0 tokens). Raises BackendError for a prompt
+        that does not fit the model's context."""
         import torch
 
-        self.load()
-        ids = self.prompt_ids(request)
         limit = getattr(self._lm.config, "max_position_embeddings", None) or 10**9
         if len(ids) >= limit:
             raise BackendError(f"prompt has {len(ids)} tokens; the model's context is {limit}")
         budget = max(0, min(request.max_tokens, self.max_new_tokens, limit - len(ids)))
         if budget == 0:
-            return Completion(prompt_tokens=len(ids), finish_reason="length")
+            return None
         gen = None
-        if request.temperature > 0:
+        if request.temperature > 0:  # one generator per request: its draws do not depend on its batch-mates
             gen = torch.Generator()
             gen.manual_seed(request.seed if request.seed is not None else torch.seed())
-        eos = self._eos_ids()
+        return _Reply(self, request, ids, budget, gen, self._eos_ids())
 
-        out_ids: list[int] = []
-        positions: list[dict[str, float]] = []
-        state = {"text": "", "finish": "length", "eos": False}
+    def _complete(self, request: JudgeRequest) -> Completion:
+        import torch
 
-        def emit(logits: Any) -> tuple[int, bool]:
-            """Choose the next token from `logits`; (token, whether the reply is finished)."""
-            if request.top_logprobs > 0:
-                positions.append(self._top_logprobs(torch.log_softmax(logits, -1), request.top_logprobs))
-            if request.temperature > 0:
-                probs = torch.softmax(logits / request.temperature, -1)
-                nxt = int(torch.multinomial(probs, 1, generator=gen))
-            else:
-                nxt = int(torch.argmax(logits))
-            if nxt in eos:
-                state["finish"], state["eos"] = "stop", True
-                return nxt, True
-            out_ids.append(nxt)
-            text = self._tok.decode(out_ids, skip_special_tokens=True)
-            cut = min((text.find(s) for s in request.stop if s and s in text), default=-1)
-            if cut >= 0:
-                state["text"], state["finish"] = text[:cut], "stop"
-                return nxt, True
-            state["text"] = text
-            return nxt, len(out_ids) >= budget
-
+        self.load()
+        ids = self.prompt_ids(request)
+        reply = self._start(request, ids)
+        if reply is None:
+            return Completion(prompt_tokens=len(ids), finish_reason="length")
         with torch.inference_mode():
             logits, cache = self._prefill(ids)
-            nxt, done = emit(logits)
+            nxt, done = reply.emit(logits)
             while not done:
-                draft = self._draft(ids, out_ids, budget - len(out_ids)) if gen is None else []
+                draft = self._draft(ids, reply.out, reply.budget - len(reply.out)) if reply.gen is None else []
                 step = [nxt, *draft]
                 rows = self._forward(step, cache, rows=len(step))
                 rows = rows.unsqueeze(0) if rows.dim() == 1 else rows
                 self.drafted_tokens += len(draft)
                 for i in range(len(step)):
-                    nxt, done = emit(rows[i])
+                    nxt, done = reply.emit(rows[i])
                     if done:
                         break  # the cache may hold drafted tokens past the end: _remember crops to the prompt
                     if i < len(draft) and nxt != draft[i]:
@@ -315,14 +356,7 @@ class LocalBackend(Backend):
                         break
                     self.accepted_tokens += i < len(draft)
             self._remember(ids, cache)
-        text, finish, hit_eos = state["text"], state["finish"], state["eos"]
-        return Completion(
-            text=text,
-            top_logprobs=positions if request.top_logprobs > 0 else [],
-            prompt_tokens=len(ids),
-            completion_tokens=len(out_ids) + hit_eos,
-            finish_reason=finish,
-        )
+        return reply.completion()
 
     def complete(self, request: JudgeRequest) -> Completion:
         with self._lock:
@@ -351,7 +385,7 @@ class LocalBackend(Backend):
     def complete_many_indexed(self, requests: Sequence[JudgeRequest],
                               on_result: Callable[[int, Completion], None]) -> None:
         """`on_result(i, completion)` as each judgment is made, so the cache in front stores it at
-        once (a run killed mid-way loses at most the judgment in progress)."""
+        once (a run killed mid-way loses at most the judgments in progress)."""
         self.load()
         answered = [False] * len(requests)
         batchable = [i for i, r in enumerate(requests)
@@ -366,14 +400,168 @@ class LocalBackend(Backend):
             for i, comp in zip(chunk, comps):
                 answered[i] = True
                 on_result(i, comp)
-        for i, req in enumerate(requests):
-            if answered[i]:
-                continue
-            try:
-                comp = self.complete(req)
-            except Exception as exc:  # noqa: BLE001 - never raise past this point
-                comp = Completion(error=str(exc) or type(exc).__name__)
-            on_result(i, comp)
+        rest = [i for i in range(len(requests)) if not answered[i]]
+        if self.sequences > 1 and sum(requests[i].max_tokens > 1 for i in rest) > 1:
+            self._decode_together([(i, requests[i]) for i in rest], on_result)
+            return
+        for i in rest:
+            on_result(i, self._complete_or_error(requests[i]))
+
+    def _complete_or_error(self, request: JudgeRequest) -> Completion:
+        try:
+            return self.complete(request)
+        except Exception as exc:  # noqa: BLE001 - never raise past complete_many
+            return Completion(error=str(exc) or type(exc).__name__)
+
+    def _decode_together(self, items: Sequence[tuple[int, JudgeRequest]],
+                         on_result: Callable[[int, Completion], None]) -> None:
+        """Continuous batching of up to `sequences` requests, each with its own decoding options.
+
+        Each prompt is prefilled alone (prefix reuse applies, and the prompt's logits are those of
+        one-at-a-time decoding), then its KV cache joins the batch's, left-padded to the batch's width.
+        Every step feeds each row its last token with an attention mask over the padding and
+        explicit position ids (the row's own token count), so a row computes what it would compute
+        alone, up to the float rounding of a matrix product over several rows (tests check the
+        greedy text is identical in float32). A finished row leaves at once and the next request is
+        prefilled into its place; columns that became padding in every row are dropped. Prompt-lookup
+        drafts are not used here: several rows already share each pass over the weights."""
+        import torch
+
+        queue = list(items)
+        rows: list[tuple[int, _Reply]] = []
+        lengths: list[int] = []  # each row's real tokens in the cache (its next position id)
+        feed: list[int] = []  # the token each row feeds at the next step
+        cache: Any = None
+        mask: Any = None  # (rows, width) 1 for a real position, 0 for padding
+
+        def fail(i: int, exc: BaseException) -> Completion:
+            if isinstance(exc, (BackendError, InputError)):
+                return Completion(error=str(exc))
+            return Completion(error=f"local model {self.model}: {type(exc).__name__}: {exc}")
+
+        def admit(i: int, req: JudgeRequest, ids: list[int]) -> None:
+            nonlocal cache, mask
+            reply = self._start(req, ids)
+            if reply is None:
+                on_result(i, Completion(prompt_tokens=len(ids), finish_reason="length"))
+                return
+            logits, own = self._prefill(ids)
+            nxt, done = reply.emit(logits)
+            layers = [(layer.keys, layer.values) for layer in own.layers]
+            if not self._reusable(_Slot(ids, own)):
+                raise BackendError("this model's KV cache cannot be batched (not a plain dynamic cache)")
+            self._remember(ids, own)
+            if done:
+                on_result(i, reply.completion())
+                return
+            n = len(ids)
+            row_mask = torch.ones(1, n, dtype=torch.long)
+            if cache is None:
+                from transformers import DynamicCache
+
+                cache = DynamicCache(ddp_cache_data=[(k.clone(), v.clone()) for k, v in layers], config=self._lm.config)
+                mask = row_mask
+            else:
+                width = mask.shape[1]
+                if n > width:  # the newcomer is longer: pad every row already in flight
+                    grow = n - width
+                    for layer in cache.layers:
+                        layer.keys = torch.nn.functional.pad(layer.keys, (0, 0, grow, 0))
+                        layer.values = torch.nn.functional.pad(layer.values, (0, 0, grow, 0))
+                    mask = torch.nn.functional.pad(mask, (grow, 0))
+                    width = n
+                for layer, (k, v) in zip(cache.layers, layers):
+                    layer.keys = torch.cat([layer.keys, torch.nn.functional.pad(k, (0, 0, width - n, 0))])
+                    layer.values = torch.cat([layer.values, torch.nn.functional.pad(v, (0, 0, width - n, 0))])
+                mask = torch.cat([mask, torch.nn.functional.pad(row_mask, (width - n, 0))])
+            rows.append((i, reply))
+            lengths.append(n)
+            feed.append(nxt)
+
+        def keep(live: list[int]) -> None:
+            """Only rows `live` stay; leading columns that are padding in all of them go."""
+            nonlocal cache, mask
+            if not live:
+                cache, mask = None, None
+                rows.clear(), lengths.clear(), feed.clear()
+                return
+            index = torch.tensor(live)
+            mask = mask[index]
+            start = int(torch.nonzero(mask.any(0))[0])
+            mask = mask[:, start:]
+            for layer in cache.layers:
+                layer.keys = layer.keys[index, :, start:]
+                layer.values = layer.values[index, :, start:]
+            rows[:] = [rows[j] for j in live]
+            lengths[:] = [lengths[j] for j in live]
+            feed[:] = [feed[j] for j in live]
+
+        with self._lock, torch.inference_mode():
+            while queue or rows:
+                while queue and len(rows) < self.sequences:
+                    i, req = queue[0]
+                    try:
+                        ids = self.prompt_ids(req)
+                    except Exception as exc:  # noqa: BLE001 - one bad request is one invalid judgment
+                        queue.pop(0)
+                        on_result(i, fail(i, exc))
+                        continue
+                    width = max(mask.shape[1] if rows else 0, len(ids))
+                    if rows and (len(rows) + 1) * width > self.batch_tokens:
+                        break  # the memory bound: this one waits for a row to finish
+                    queue.pop(0)
+                    try:
+                        admit(i, req, ids)
+                    except Exception as exc:  # noqa: BLE001
+                        on_result(i, fail(i, exc))
+                if not rows:
+                    continue
+                self.most_in_flight = max(self.most_in_flight, len(rows))
+                try:
+                    logits = self._step(feed, lengths, mask, cache)
+                except Exception as exc:  # noqa: BLE001 - a failing step: its rows are redone one at a time
+                    log.warning("local batch step over %d rows failed (%s); decoding them one at a time", len(rows), exc)
+                    redo = [(i, r.request) for i, r in rows]
+                    keep([])
+                    for i, req in redo:
+                        on_result(i, self._complete_or_error(req))
+                    continue
+                mask = torch.nn.functional.pad(mask, (0, 1), value=1)
+                live = []
+                for j, (i, reply) in enumerate(rows):
+                    lengths[j] += 1
+                    feed[j], done = reply.emit(logits[j])
+                    if done:
+                        on_result(i, reply.completion())
+                    else:
+                        live.append(j)
+                if len(live) < len(rows):
+                    keep(live)
+
+    def _step(self, feed: list[int], lengths: list[int], mask: Any, cache: Any) -> Any:
+        """One decoding step of every row of a batch: fp32 logits (rows, vocab) of the fed tokens."""
+        import torch
+
+        self.forward_passes += 1
+        out = self._lm.base_model(
+            input_ids=torch.tensor(feed).unsqueeze(1),
+            attention_mask=torch.nn.functional.pad(mask, (0, 1), value=1),
+            position_ids=torch.tensor(lengths).unsqueeze(1),
+            cache=cache, use_cache=True)
+        return self._logits(out.last_hidden_state[:, -1].float())
+
+    def _logits(self, hidden: Any) -> Any:
+        """fp32 logits from fp32 final hidden states (rows, hidden)."""
+        import torch
+
+        weight, bias = self._head  # type: ignore[misc]
+        logits = hidden @ weight.T
+        if bias is not None:
+            logits = logits + bias
+        cap = getattr(self._lm.config, "final_logit_softcapping", None)
+        if cap:
+            logits = torch.tanh(logits / cap) * cap
+        return logits
 
     def _complete_batch(self, requests: Sequence[JudgeRequest]) -> list[Completion]:
         """Greedy one-token completions of several prompts in one left-padded forward pass.
@@ -393,14 +581,7 @@ class LocalBackend(Backend):
             ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
             self.forward_passes += 1
-            hidden = self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1].float()
-            weight, bias = self._head  # type: ignore[misc]
-            logits = hidden @ weight.T
-            if bias is not None:
-                logits = logits + bias
-            cap = getattr(self._lm.config, "final_logit_softcapping", None)
-            if cap:
-                logits = torch.tanh(logits / cap) * cap
+            logits = self._logits(self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1].float())
             eos = self._eos_ids()
             out = []
             for req, p, row in zip(requests, prompts, logits):

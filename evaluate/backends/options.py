@@ -39,6 +39,12 @@ class JudgeOptions:
     lookahead: int = option(3, "local judge: most tokens drafted per step by prompt-lookup decoding (0: off)", min=0)
     local_batch_size: int = option(1, "local judge: one-token requests per forward pass (a GPU wants 8-32; "
                                       "1: one at a time with prefix reuse, faster on a CPU)", min=1)
+    local_sequences: int = option(8, "local judge: multi-token requests (explanations, MT-bench judgments, SAGEval, "
+                                     "generation) decoded together, one token each per forward pass (1: one at a time)",
+                                  min=1, max=256)
+    local_batch_tokens: int = option(16384, "local judge: memory bound of the sequences in flight: rows x padded "
+                                            "tokens of their KV cache (about 57 KB a token for Qwen-1.5B in float32)",
+                                     min=256)
 
     def endpoint_specs(self) -> list[dict[str, Any]] | None:
         """[{base_url, concurrency}] for several endpoints (or a list of one); None: the single base_url."""

@@ -1,0 +1,72 @@
+"""MT-bench's judge step with the local judge: seconds per judgment one at a time vs several in flight.
+
+    python bench/mt_bench_judge_batched.py [--questions 81 111 101 130] [--answers vicuna-13b-v1.3]
+                                          [--config bench/configs/mt_bench_qwen.yaml] [--sequences 8]
+
+The same subset as bench/mt_bench_local.py (FastChat's questions, reference answers and one
+model's answers from ../shared), `--mode single`, turns 1 and 2: judged twice in one process on
+the same loaded weights, without a judge cache, first with `local_sequences: 1` (what the local
+judge did before batching) then with `--sequences`. Prints seconds per judgment for each, the
+ratio, and whether the judgments (text and rating) are identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from evaluate.backends.pool import open_backend  # noqa: E402
+from evaluate.benchmarks.mt_bench import load_inputs, make_matches  # noqa: E402
+from evaluate.benchmarks.mt_bench_judge import judge_single  # noqa: E402
+from evaluate.commands.common import load_judge  # noqa: E402
+from local_batched import cpu_model  # noqa: E402
+from mt_bench_local import FASTCHAT, _subset  # noqa: E402
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--questions", type=int, nargs="+", default=[81, 111, 101, 130])
+    p.add_argument("--answers", default="vicuna-13b-v1.3")
+    p.add_argument("--config", type=Path, default=ROOT / "bench" / "configs" / "mt_bench_qwen.yaml")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "mt_bench_judge_batched")
+    p.add_argument("--sequences", type=int, default=8)
+    p.add_argument("--no-baseline", action="store_true",
+                   help="skip the one-at-a-time arm (compare with a recorded number instead)")
+    args = p.parse_args()
+    if not FASTCHAT.is_dir():
+        print("../shared/data/fastchat_mt_bench is not here; nothing to run")
+        return 0
+    data, answers = _subset(args.out, args.questions, args.answers)
+    opts = load_judge(args.config)
+    inputs = load_inputs(data, [answers], judge_model=opts.model, mode="single")
+    matches = make_matches(inputs, "single")
+    print(f"machine: {cpu_model()} (2 cores shared with other work); judge {opts.model}, max_tokens "
+          f"{opts.max_tokens}; {len(matches)} judgments (single, turns 1 and 2)")
+    open_backend(opts, None).load()  # type: ignore[attr-defined]  # the weights, once, before the clock
+    got, walls = {}, {}
+    arms = (args.sequences,) if args.no_baseline else (1, args.sequences)
+    for n in arms:
+        backend = open_backend(dataclasses.replace(opts, local_sequences=n), None)
+        t0 = time.perf_counter()
+        got[n] = judge_single(backend, matches)
+        walls[n] = time.perf_counter() - t0
+        print(f"local_sequences {n}: {walls[n]:.0f} s, {walls[n] / len(matches):.1f} s per judgment; "
+              f"ratings {[j.score for j in got[n]]}", flush=True)
+    if args.no_baseline:
+        return 0
+    a, b = got[1], got[args.sequences]
+    same = sum(x.game.judgment == y.game.judgment and x.score == y.score for x, y in zip(a, b))
+    print(f"ratio: {walls[1] / walls[args.sequences]:.2f}x faster per judgment; identical judgments "
+          f"{same}/{len(a)}")
+    return 0 if same == len(a) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
