@@ -135,24 +135,35 @@ def drive_benchmark(name: str, argv: list[str]) -> int:
     """`eval.py NAME ...` for any registered benchmark (evaluate.pipeline.benchmark): its flags, its files
     read and checked, the dry run or the judge, its table, the judge check of this judge, its files and
     the project's outputs (results, battles, summary.csv, report.html, manifest), the exit code."""
+    import importlib
+
     from ..pipeline.benchmark import benchmarks
 
     bench = benchmarks().get(name)()
+    if bench.judge_check:  # the command layer hands the judge check over (pipeline/ cannot import judgecheck/)
+        bench.checker = importlib.import_module(f"{__package__.rpartition('.')[0]}.judgecheck.{bench.judge_check}")
     p = Parser(prog=f"eval.py {bench.name}", description=bench.description or bench.summary)
     bench.add_arguments(p)
     if bench.generates:
         from ..generation.benchmark_flag import add_generate_argument
 
         add_generate_argument(p)
-    return parse_and_run(p, argv, lambda args: _run_benchmark(bench, args))
+    return parse_and_run(p, argv, lambda args: _one_line(lambda: _run_benchmark(bench, args)))
+
+
+def _one_line(run: Callable[[], int]) -> int:
+    """Bad input's message on one line (the exit-code contract: one line on stderr says why)."""
+    try:
+        return run()
+    except InputError as exc:
+        raise InputError(" ".join(str(exc).split("\n"))) from None
 
 
 def _run_benchmark(bench, args: argparse.Namespace) -> int:
-    from ..core.clock import utc_now
-    from ..pipeline.benchmark import ScoringFailed
+    from ..core.io import ensure_dir
 
     bench.check(args)
-    opts = load_judge(args.judge_config)
+    opts = bench.judge_options(args, load_judge)
     if bench.generates:
         from ..generation.benchmark_flag import generate_for_benchmark
 
@@ -163,39 +174,53 @@ def _run_benchmark(bench, args: argparse.Namespace) -> int:
     requests = bench.requests(inputs)
     if args.dry_run:
         print(bench.dry_run_text(inputs, requests, opts), end="")
-        if opts.price:
+        if opts.price and bench.dry_run_cost:
             print(cost_line([r for rs in requests.values() for r in rs], opts.price))
         return EXIT_OK
+    if (note := bench.notes(inputs, opts)):
+        print(note, file=sys.stderr)
+    cache = judge_cache(opts, args.save_path, bench.judge_file(args))
+    ensure_dir(args.save_path, "--save_path")
+    with bench.lock(args):
+        return _judge_and_write(bench, args, opts, inputs, cache)
+
+
+def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs, cache: Path | None) -> int:
     from ..backends.pool import MeteredBackend, open_backend
-    from ..benchmarks.tables import judge_check_line
+    from ..core.clock import utc_now
     from ..pipeline import benchmark_outputs as bo
+    from ..pipeline.benchmark import ScoringFailed
     from ..pipeline.savedir import SaveDir
 
-    args.save_path.mkdir(parents=True, exist_ok=True)
+    log = lambda s: print(s, file=sys.stderr)  # noqa: E731
     run_id, started = bo.new_run_id(), utc_now()
-    inner = open_backend(opts, judge_cache(opts, args.save_path, args.judge_config))
-    backend = MeteredBackend(inner, opts.price)  # what this run asked of the judge, for the manifest
+    inner = open_backend(opts, cache)
+    # what this run asked of the judge, for the manifest
+    backend = MeteredBackend(inner, opts.price) if bench.metered else inner
     try:
         judged = bench.judge(inputs, backend)
         signature = backend.signature()
+        try:
+            scored = bench.scores(inputs, judged)
+        except ScoringFailed as exc:
+            print(f"exit 3: {exc}", file=sys.stderr)
+            return EXIT_RUN_ERRORS
+        print(scored.text, end="")
+        text, check_code = bench.check_judge(args, inputs, judged, backend, signature, log)
+        print(text, end="")
     finally:
         inner.close()
-    try:
-        scored = bench.scores(inputs, judged)
-    except ScoringFailed as exc:
-        print(f"exit 3: {exc}", file=sys.stderr)
-        return EXIT_RUN_ERRORS
-    print(scored.text, end="")
-    print(judge_check_line(args.save_path, signature), end="")
-    save = SaveDir(args.save_path, log=lambda s: print(s, file=sys.stderr))
+    save = SaveDir(args.save_path, log=log)
     saved = bench.save(save, inputs, judged, scored, signature)
-    manifest = bo.write_run(save, benchmark=bench.key, family=bench.family, run_id=run_id, started=started,
-                            judge_opts=opts, judge=signature, usage=backend.usage(), models=saved.models,
-                            errors=[{"family": bench.family, "error": e} for e in scored.errors],
-                            extra={bench.key: saved.extra} if saved.extra else None)
+    manifest = (saved.view.manifest if saved.own_manifest and saved.view is not None else None) or {}
+    if not saved.own_manifest:
+        manifest = bo.write_run(save, benchmark=bench.key, family=bench.family, run_id=run_id, started=started,
+                                judge_opts=opts, judge=signature, usage=backend.usage(), models=saved.models,
+                                errors=[{"family": bench.family, "error": e} for e in scored.errors],
+                                extra={bench.key: saved.extra} if saved.extra else None)
     report = (manifest.get("outputs_files") or {}).get("report")
     print(bench.closing(saved, Path(report) if report else None), end="")
-    if scored.exit_line:
-        print(scored.exit_line, file=sys.stderr)
+    if (line := saved.exit_line or scored.exit_line):
+        print(line, file=sys.stderr)
         return EXIT_RUN_ERRORS
-    return EXIT_OK
+    return check_code or EXIT_OK

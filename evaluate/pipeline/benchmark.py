@@ -22,13 +22,19 @@ runs it and `eval.py help` lists it::
         def scores(self, inputs, judged): ...  # Scored: the table's text, the leaderboard rows
         def save(self, save, inputs, judged, scored, judge): ...  # Saved: results/battles added to `save`
 
-The MT-bench command keeps its own driver for now (a lock on FastChat's appended files, the judge
-check on its own turns, its own manifest); see docs/benchmarks.md.
+What a benchmark may change of the driver's defaults (MT-bench uses each): `judge_options` (a judge:
+block from its own config file), `judge_file` (the file the judge cache path is relative to), `notes`
+(said on stderr before judging), `lock` (held from opening the judge to the last file written: FastChat's
+files are appended), `check_judge` (the judge check after the table, the judge still open; `judge_check`
+names the module of evaluate.judgecheck the driver hands over as `self.checker`, since pipeline/ cannot
+import judgecheck/), `metered`, `dry_run_cost`, and a `Saved` with `own_manifest` (the run's outputs and
+manifest written by `save` itself) and `exit_line`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +43,8 @@ from typing import Any, ClassVar
 from ..core.registry import Registry
 
 # the built-in benchmarks' modules, imported the first time the registry is read
-BUILTIN = ("evaluate.pipeline.arena_hard_outputs", "evaluate.pipeline.alpaca_eval_outputs")
+BUILTIN = ("evaluate.pipeline.arena_hard_outputs", "evaluate.pipeline.alpaca_eval_outputs",
+           "evaluate.pipeline.mt_bench_outputs")
 
 
 class ScoringFailed(Exception):
@@ -59,6 +66,9 @@ class Saved:
     models: list[dict[str, Any]]  # the manifest's `models` entries
     extra: dict[str, Any] = field(default_factory=dict)  # the manifest's block of this benchmark
     written: str = ""  # the closing line that says where its own files are ("" for none)
+    own_manifest: bool = False  # save() wrote the project's outputs and manifest itself (write_outputs)
+    view: Any = None  # what save() wrote, for closing() (the report's view when own_manifest)
+    exit_line: str = ""  # the last line on stderr when the run exits 3, known only once the outputs are written
 
 
 class Benchmark:
@@ -70,12 +80,42 @@ class Benchmark:
     # the question kind `--generate NAME=MODEL.yaml` answers (evaluate.generation), "" for none; a benchmark
     # that sets it says where its questions are and where generated answers go (`generation`)
     generates: ClassVar[str] = ""
+    # the module of evaluate.judgecheck that checks this benchmark's judge on its own judgments ("" for none);
+    # the driver imports it and sets `checker` (pipeline/ sits below judgecheck/ and cannot import it)
+    judge_check: ClassVar[str] = ""
+    metered: ClassVar[bool] = True  # the judge wrapped in a meter (the usage in the driver's manifest)
+    dry_run_cost: ClassVar[bool] = True  # the dry run ends with the cost line when the judge has a price
+    checker: Any = None
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         raise NotImplementedError
 
     def check(self, args: argparse.Namespace) -> None:
         """Flag values argparse cannot check (before anything is read)."""
+
+    def judge_options(self, args: argparse.Namespace, load: Any) -> Any:
+        """The judge's options; `load(path)` reads and checks the judge: block of a file."""
+        return load(args.judge_config)
+
+    def judge_file(self, args: argparse.Namespace) -> Path | None:
+        """The file that holds the judge: block (a relative `judge.cache` is relative to it)."""
+        return args.judge_config
+
+    def notes(self, inputs: Any, judge: Any) -> str:
+        """What to say on stderr before judging ("" for nothing)."""
+        return ""
+
+    def lock(self, args: argparse.Namespace) -> Any:
+        """A context held from opening the judge to the last file written."""
+        return contextlib.nullcontext()
+
+    def check_judge(self, args: argparse.Namespace, inputs: Any, judged: Any, backend: Any,
+                    signature: dict[str, Any], log: Any) -> tuple[str, int]:
+        """After the table, the judge still open: (the text to print, 0 or the exit code 3 when the
+        check could not run). By default the line on the stored judge check of this judge."""
+        from ..benchmarks.tables import judge_check_line
+
+        return judge_check_line(args.save_path, signature), 0
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
         """(the question file, the folder generated answers are written to) for `--generate`."""

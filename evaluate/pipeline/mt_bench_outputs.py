@@ -32,22 +32,25 @@ path keeps its scores.
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from ..backends.cache import VOLATILE_FIELDS
 from ..benchmarks.mt_bench import Inputs, RunResult
 from ..benchmarks.mt_bench_judge import PairJudgment, PairMatch, SingleJudgment
 from ..core.clock import utc_now
 from ..core.errors import InputError
-from ..core.io import clean_json
+from ..core.io import check_output_dir, clean_json
 from ..core.records import Record, Turn, turn_key
 from ..core.scores import Invalid, ItemScores
 from ..core.secrets import scrub_argv
 from ..savepath import manifest as savepath_manifest
 from ..judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
+from .benchmark import Benchmark, Saved, Scored, register_benchmark
 from .outputs import write_outputs
 from .savedir import SaveDir
 
@@ -222,14 +225,12 @@ def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, 
                 save.set_ranking(ranking)
 
 
-def write_run(save_path: Path, inputs: Inputs, result: RunResult, *, mode: str, config: dict[str, Any],
-              judge_check: dict[str, Any] | None = None, charts: bool = True,
-              log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)) -> Any:
+def write_run(save: SaveDir, inputs: Inputs, result: RunResult, *, mode: str, config: dict[str, Any],
+              judge_check: dict[str, Any] | None = None, charts: bool = True) -> Any:
     """Results (single) or battles (pairwise), then every output of a run through write_outputs;
     returns the report's view (None when nothing was written). `judge_check`: the stored check of this
     judge and these prompts (`checkstore.summary_of`), shown in the manifest and every signature."""
     run_id = savepath_manifest.new_run_id()
-    save = SaveDir(save_path, log=log)
     recs = records_of(inputs)
     for model in inputs.models:
         save.open_model(model, str(inputs.answer_paths[model]), recs[model])
@@ -257,5 +258,220 @@ def write_run(save_path: Path, inputs: Inputs, result: RunResult, *, mode: str, 
         manifest["status"] = "finished with errors"
     t0 = time.time()
     view = write_outputs(save, manifest, run_id=run_id, charts=charts)
-    log(f"outputs written in {time.time() - t0:.1f} s")
+    save.log(f"outputs written in {time.time() - t0:.1f} s")
     return view
+
+
+# ------------------------------------------------------------------ the benchmark, as eval.py mt-bench runs it
+@dataclass
+class _Run:
+    args: argparse.Namespace
+    judge: Any  # JudgeOptions
+    inputs: Inputs
+    baseline: str | None
+    record: dict[str, Any] | None = None  # the judge check this run made
+    key: str = ""  # the judge check's key of this judge and these prompts
+
+
+@register_benchmark
+class MTBench(Benchmark):
+    """MT-bench from FastChat's own files (evaluate/benchmarks/mt_bench.py says how). Writes
+    OUT/model_judgment/<judge>_{single,pair}.jsonl (FastChat's files, appended: the driver holds the save
+    path's lock), OUT/judge_cache.sqlite and OUT/mt_bench_summary.json, prints show_result.py's tables,
+    then the project's outputs of the run (`write_run`, with its own manifest) and their closing lines.
+    `--judge-check N`: the label-free judge check on N of the run's judged turns
+    (evaluate/judgecheck/mt_bench.py, handed over by the driver), stored and shown like a run's."""
+
+    name, key, family = "mt-bench", "mt_bench", FAMILY
+    generates = "mt-bench"
+    summary = "MT-bench from FastChat's files and judge prompts"
+    description = "MT-bench judged as FastChat's gen_judgment.py does, scored as its show_result.py does."
+    judge_check = "mt_bench"
+    metered = False  # the judge check reads the judge's own usage
+    dry_run_cost = False
+    _config_judge: Any = None
+
+    def add_arguments(self, p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", type=Path, help="YAML/JSON file with an mt_bench: block (data, answers, mode, "
+                                                    "baseline, judge_prompts, limit, judge_check), judge: and save_path:")
+        p.add_argument("--data", type=Path, help="FastChat's data/mt_bench folder (question.jsonl, reference_answer/)")
+        p.add_argument("--answers", nargs="+", type=Path, metavar="FILE",
+                       help="model_answer/<model>.jsonl files; the file name names the model")
+        p.add_argument("--judge-config", type=Path, help="YAML/JSON file with a judge: block")
+        p.add_argument("--mode", choices=["single", "pairwise-baseline", "pairwise-all"])
+        p.add_argument("--baseline", help="pairwise-baseline: the baseline model (default gpt-3.5-turbo, as FastChat)")
+        p.add_argument("--save_path", type=Path, help="output folder")
+        p.add_argument("--judge-prompts", type=Path, help="judge_prompts.jsonl (default: DIR/../judge_prompts.jsonl)")
+        p.add_argument("--limit", type=int, help="only the first N questions of each category")
+        p.add_argument("--judge-check", type=int, metavar="N",
+                       help="after judging, the label-free judge check on N of the run's judged turns")
+        p.add_argument("--no-charts", action="store_true", help="no PNG charts (the report and the files as usual)")
+        p.add_argument("--dry-run", action="store_true", help="count the judge calls per prompt; contact nothing")
+
+    def check(self, args: argparse.Namespace) -> None:
+        """The run's settings from the flags, the config file filling what the flags leave out."""
+        from ..benchmarks.mt_bench_config import load_config
+
+        if args.config is not None:
+            cfg = load_config(args.config)
+            o = cfg.options
+            args.data = args.data or cfg.path(o.data)
+            args.answers = args.answers or ([cfg.path(a) for a in o.answers] if o.answers else None)
+            args.mode = args.mode or o.mode
+            args.baseline = args.baseline if args.baseline is not None else o.baseline
+            args.judge_prompts = args.judge_prompts or cfg.path(o.judge_prompts)
+            args.limit = args.limit if args.limit is not None else o.limit
+            args.judge_check = args.judge_check if args.judge_check is not None else o.judge_check
+            args.save_path = args.save_path or cfg.save_path
+            self._config_judge = cfg.judge
+        where = f" (or mt_bench.{{}} in {args.config})" if args.config else ""
+        missing = [f"--{flag}" + where.format(key) for flag, key, value in (
+            ("data", "data", args.data), ("answers", "answers", args.answers or args.generate),
+            ("mode", "mode", args.mode), ("save_path", "save_path", args.save_path)) if not value]
+        if args.judge_config is None and self._config_judge is None:
+            missing.append("--judge-config" + (f" (or a judge: block in {args.config})" if args.config else ""))
+        if missing:
+            raise InputError(f"missing: {', '.join(missing).replace('mt_bench.save_path', 'save_path')}")
+
+    def judge_options(self, args: argparse.Namespace, load: Any) -> Any:
+        judge = load(args.judge_config) if args.judge_config is not None else self._config_judge
+        if args.judge_check is not None and args.judge_check < 1:
+            raise InputError(f"--judge-check: expected a positive number of judged turns, got {args.judge_check}")
+        return judge
+
+    def judge_file(self, args: argparse.Namespace) -> Path | None:
+        return args.judge_config or args.config
+
+    def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
+        return args.data / "question.jsonl", args.save_path / "model_answer"
+
+    def read(self, args: argparse.Namespace, judge: Any) -> _Run:
+        from ..benchmarks import mt_bench as bench
+
+        if args.limit is not None and args.limit < 1:
+            raise InputError(f"--limit: expected a positive number of questions per category, got {args.limit}")
+        baseline = args.baseline
+        if args.mode == "pairwise-baseline" and baseline is None:
+            baseline = "gpt-3.5-turbo"
+        check_output_dir(args.save_path, "--save_path", subdirs=("model_judgment", "results", "battles", "runs"))
+        inputs = bench.load_inputs(args.data, args.answers, judge_model=judge.model, mode=args.mode,
+                                   baseline=baseline, prompts_path=args.judge_prompts, limit=args.limit)
+        return _Run(args, judge, inputs, baseline)
+
+    def requests(self, run: _Run) -> dict[str, list[Any]]:
+        return {}  # counted per prompt by dry_run_text, from the matches still missing in FastChat's file
+
+    def dry_run_text(self, run: _Run, requests: dict[str, list[Any]], judge: Any) -> str:
+        from ..benchmarks import mt_bench as bench
+        from ..benchmarks import mt_bench_files as files
+        from ..benchmarks.mt_bench_judge import plan
+
+        inputs, mode, n = run.inputs, run.args.mode, run.args.judge_check
+        matches = bench.make_matches(inputs, mode, run.baseline)
+        path = bench.judgment_file(run.args.save_path, judge.model, mode)
+        resumed = bench.resume(matches, files.read_rows(path, "single" if mode == "single" else "pair"), judge.model)
+        total, todo = plan(matches), plan([matches[i] for i in resumed.todo])
+        lines = [f"MT-bench dry run: mode {mode}, judge {judge.model}, {len(inputs.questions)} questions, "
+                 f"models {', '.join(inputs.models)}\n",
+                 f"{'prompt':<30}{'judge calls':>14}{'in the file':>14}{'to send':>10}\n"]
+        for name, k in total.calls.items():
+            left = todo.calls.get(name, 0)
+            lines.append(f"{name:<30}{k:>14}{k - left:>14}{left:>10}\n")
+        lines.append(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{todo.total:>10}\n")
+        if inputs.unjudged:
+            from ..benchmarks.tables import wrap
+
+            lines.append(wrap(bench.unjudged_note(inputs.unjudged)))
+        if n:
+            lines.append(f"judge check: at most {self.checker.most_calls(matches, inputs.models, mode, n)} more "
+                         f"calls ({n} judged turns x each corruption that applies; the cache may hold some)\n")
+        return "".join(lines)
+
+    def notes(self, run: _Run, judge: Any) -> str:
+        if judge.backend == "local" and judge.max_tokens < 2048:
+            return f"note: judge.max_tokens {judge.max_tokens} caps the local judge's replies (FastChat asks for 2048)"
+        return ""
+
+    def lock(self, args: argparse.Namespace) -> Any:
+        from ..core.lock import SaveLock
+
+        return _held(SaveLock.acquire(args.save_path, "mt-bench"))  # FastChat's files are appended: one run at a time
+
+    def judge(self, run: _Run, backend: Any) -> RunResult:
+        from ..benchmarks import mt_bench as bench
+
+        return bench.run_mt_bench(run.inputs, run.args.mode, backend, run.args.save_path,
+                                  judge_model=run.judge.model, baseline=run.baseline)
+
+    def scores(self, run: _Run, judged: RunResult) -> Scored:
+        from ..benchmarks.mt_bench_text import summary_text
+
+        return Scored(summary_text(judged.summary) + "\n")
+
+    def check_judge(self, args: argparse.Namespace, run: _Run, judged: RunResult, backend: Any,
+                    signature: dict[str, Any], log: Any) -> tuple[str, int]:
+        check = self.checker
+        _, _, run.key = check.identity(backend.signature(), run.inputs, args.mode)
+        if not args.judge_check:
+            return "", 0
+        try:
+            run.record, run.key = check.run_check(args.save_path, backend, run.inputs, judged.matches, judged.records,
+                                                  args.mode, n=args.judge_check, log=log)
+            return "\n" + check.report_text(run.record) + "\n", 0
+        except InputError:
+            raise
+        except Exception as exc:  # a check that fails to run is reported; the run's files are still written
+            log(f"exit 3: the judge check could not run: {type(exc).__name__}: {exc}")
+            return "", 3
+
+    def save(self, save: SaveDir, run: _Run, judged: RunResult, scored: Scored, judge: dict[str, Any]) -> Saved:
+        from ..benchmarks.mt_bench_config import config_dict
+        from .checkstore import lookup
+        from .config import scrubbed_judge
+
+        args = run.args
+        record = run.record or lookup(args.save_path, run.key)
+        config = config_dict(args.data, args.answers, args.mode, run.baseline, args.judge_prompts, args.limit,
+                             args.judge_check, args.save_path, scrubbed_judge(run.judge))
+        view = write_run(save, run.inputs, judged, mode=args.mode, config=config,
+                         judge_check=_check_summary(record, run.key), charts=not args.no_charts)
+        errors = [e for e in ((view.manifest or {}).get("errors") or [] if view else [])
+                  if e.get("family") != FAMILY]
+        counts = judged.summary["counts"]
+        line = ""
+        if counts["failed"]:
+            line = (f"error: the judge failed on {counts['failed']} match(es); they were not written: run again to "
+                    "judge them")
+        elif counts["matches"] and not counts["valid"]:
+            line = "error: no judgment could be read (every reply is invalid); see mt_bench_summary.json"
+        elif errors:
+            line = f"exit 3: {errors[0].get('error')}"
+        return Saved([], own_manifest=True, view=view, exit_line=line)
+
+    def closing(self, saved: Saved, report: Path | None) -> str:
+        from ..report.terminal import closing_summary
+
+        return "\n" + closing_summary(saved.view) + "\n" if saved.view is not None else ""
+
+
+class _held:
+    """A SaveLock as a context: released when the run ends, however it ends."""
+
+    def __init__(self, lock: Any) -> None:
+        self.lock = lock
+
+    def __enter__(self) -> Any:
+        return self.lock
+
+    def __exit__(self, *exc: Any) -> None:
+        self.lock.release()
+
+
+def _check_summary(record: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    """What the manifest and each signature say of the judge check of this judge and these prompts."""
+    from .checkstore import summary_of
+
+    if record is None:
+        return {"checked": False, "trustworthy": None, "key": key,
+                "verdict": "not checked: no judge check for this judge and these prompts (add --judge-check N)"}
+    return summary_of(record, key, None)
