@@ -174,6 +174,7 @@ WRITERS_ELSEWHERE = {
     "evaluate/generation/in_run.py": "a dry run's stand-in answers, in a temporary folder",
     "evaluate/generation/benchmark_flag.py": "a dry run's stand-in answers, in a temporary folder",
     "evaluate/generation/offline.py": "generate --export-requests FILE.jsonl, a path the user names",
+    "evaluate/cli.py": "os.devnull, where stdout points once its reader has gone (eval.py help | head)",
     "evaluate/pipeline/ci_reports.py": "--junit FILE.xml and --markdown FILE.md, paths the user names",
 }
 WRITE_CALLS = {"atomic_write_json", "atomic_write_text", "atomic_write_bytes", "write_text", "write_bytes",
