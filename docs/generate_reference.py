@@ -29,14 +29,21 @@ def command_help(name: str) -> str:
     """`eval.py NAME --help`, as argparse prints it at HELP_COLUMNS columns."""
     from evaluate.cli import COMMANDS
 
-    os.environ["COLUMNS"] = HELP_COLUMNS
     module = importlib.import_module(COMMANDS[name][0])
     out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        try:
-            module.main(["--help"])
-        except SystemExit:
-            pass
+    before = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = HELP_COLUMNS  # for this call only: a caller's later output keeps its own width
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            try:
+                module.main(["--help"])
+            except SystemExit:
+                pass
+    finally:
+        if before is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = before
     return out.getvalue().rstrip() + "\n"
 
 
