@@ -218,19 +218,8 @@ class LocalBackend(Backend):
 
         self.forward_passes += 1
         out = self._lm.base_model(input_ids=torch.tensor([list(ids)]), cache=cache, use_cache=True)
-        weight, bias = self._head  # type: ignore[misc]
-        if rows > 1:
-            hidden = out.last_hidden_state[0, -rows:].float()
-            logits = hidden @ weight.T
-        else:
-            hidden = out.last_hidden_state[0, -1].float()
-            logits = weight @ hidden
-        if bias is not None:
-            logits = logits + bias
-        cap = getattr(self._lm.config, "final_logit_softcapping", None)
-        if cap:
-            logits = torch.tanh(logits / cap) * cap
-        return logits
+        last = out.last_hidden_state[0, -rows:] if rows > 1 else out.last_hidden_state[0, -1]
+        return self._logits(last.float())
 
     def _new_cache(self, prefix_of: _Slot | None = None, length: int = 0) -> Any:
         from transformers import DynamicCache
@@ -551,11 +540,12 @@ class LocalBackend(Backend):
         return self._logits(out.last_hidden_state[:, -1].float())
 
     def _logits(self, hidden: Any) -> Any:
-        """fp32 logits from fp32 final hidden states (rows, hidden)."""
+        """fp32 logits from fp32 final hidden states: (rows, hidden) -> (rows, vocab), or one position's
+        (hidden,) -> (vocab,) as a matrix-vector product (the one-at-a-time path's own arithmetic)."""
         import torch
 
         weight, bias = self._head  # type: ignore[misc]
-        logits = hidden @ weight.T
+        logits = hidden @ weight.T if hidden.dim() > 1 else weight @ hidden
         if bias is not None:
             logits = logits + bias
         cap = getattr(self._lm.config, "final_logit_softcapping", None)
