@@ -1,7 +1,7 @@
 """Local backend: multi-token generation with several sequences in flight vs one at a time.
 
     .venv/bin/python bench/local_batched.py [--model Qwen2.5-Coder-1.5B-Instruct] [--n 8] [--max-tokens 128]
-                                            [--sequences 8] [--rounds 1]
+                                            [--sequences 8] [--rounds 1] [--matmul auto|onednn|default]
 
 Generates `n` greedy answers (MT-bench's first turns from ../shared when present, else built-in
 questions) with the same loaded weights (evaluate.models.load, once per process) two ways:
@@ -58,15 +58,18 @@ def main() -> int:
     ap.add_argument("--sequences", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--matmul", default="auto", choices=["auto", "onednn", "default"],
+                    help="float32 matrix-product kernel of both arms (judge.local_matmul)")
     args = ap.parse_args()
     import torch
 
     reqs = [JudgeRequest.chat(None, p, max_tokens=args.max_tokens) for p in prompts(args.n)]
-    arms = {"one at a time": LocalBackend(args.model, dtype=args.dtype, max_new_tokens=args.max_tokens).load(),
+    arms = {"one at a time": LocalBackend(args.model, dtype=args.dtype, max_new_tokens=args.max_tokens,
+                                             matmul=args.matmul).load(),
             f"{args.sequences} in flight": LocalBackend(args.model, dtype=args.dtype, max_new_tokens=args.max_tokens,
-                                                       sequences=args.sequences).load()}
+                                                       sequences=args.sequences, matmul=args.matmul).load()}
     print(f"machine: {cpu_model()}, {torch.get_num_threads()} torch threads (shared with other work); model "
-          f"{args.model} {arms['one at a time'].dtype}; {len(reqs)} answers of at most {args.max_tokens} new tokens")
+          f"{args.model} {arms['one at a time'].dtype}, matmul {arms['one at a time'].kernel}; {len(reqs)} answers of at most {args.max_tokens} new tokens")
     seconds = {k: 0.0 for k in arms}
     tokens = {k: 0 for k in arms}
     texts: dict[str, list[str]] = {}

@@ -23,6 +23,7 @@ import pytest
 
 from evaluate.models import catalogue, checksums, convert
 from evaluate.models import load as models
+from evaluate.backends import onednn
 from evaluate.backends.base import Completion, JudgeRequest
 from evaluate.core.errors import InputError
 from evaluate.models.catalogue import PackageFile, PackagedModel
@@ -539,3 +540,108 @@ def test_a_local_call_emits_no_future_warning(fresh):
         b.complete_many(FLIGHT[:3])  # sequences in flight
     future = [str(w.message) for w in seen if issubclass(w.category, FutureWarning)]
     assert future == []
+
+
+# ----------------------------------------------------------------------------- oneDNN matrix products
+
+needs_onednn = pytest.mark.skipif(not onednn.available(), reason="this torch has no oneDNN")
+
+
+@needs_onednn
+def test_onednn_routing_changes_only_the_scoped_calls():
+    """A routed `nn.Linear` computes torch's own product outside `onednn_scope()` (bit for bit: other users
+    of the shared weights, such as RepEval, see no change) and oneDNN's inside it (equal to calling the
+    kernel directly, within float rounding of torch's); with gradients on it stays torch's."""
+    import torch
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 96)
+    x = torch.randn(2, 5, 64)
+    with torch.no_grad():
+        want = torch.nn.functional.linear(x, lin.weight, lin.bias)
+        assert onednn.route_linears(torch.nn.Sequential(lin)) == 1
+        assert onednn.route_linears(torch.nn.Sequential(lin)) == 0  # routed once
+        assert torch.equal(lin(x), want)
+        with onednn.onednn_scope():
+            got = lin(x)
+            assert onednn.active()
+        assert not onednn.active()
+        direct = torch.ops.mkldnn._linear_pointwise(x.reshape(10, 64), lin.weight, lin.bias, "none", [], "")
+        assert torch.equal(got, direct.reshape(2, 5, 96))
+        assert torch.allclose(got, want, atol=1e-5)
+        with onednn.onednn_scope(False):
+            assert torch.equal(lin(x), want)
+    with onednn.onednn_scope():
+        assert lin(x).requires_grad  # a training-style call is left to torch
+
+
+@needs_onednn
+def test_the_matmul_kernel_is_in_the_signature(fresh):
+    """The kernels round differently, so the local judge's signature (its cache key) names oneDNN when it
+    is used; `matmul="default"` keeps the earlier signature (and numbers). Both kernels agree on the
+    greedy token and, to float rounding, on the top log-probabilities; an unknown kernel is refused."""
+    on, off = fresh(dtype="float32"), fresh(dtype="float32", matmul="default")
+    assert on.kernel == "onednn" and on.signature()["matmul"] == "onednn"
+    assert off.kernel == "default" and "matmul" not in off.signature()
+    for a in ANSWERS:
+        pa, pb = on.complete(rating(a)).top_logprobs[0], off.complete(rating(a)).top_logprobs[0]
+        assert max(pa, key=pa.get) == max(pb, key=pb.get)
+        for t in set(pa) & set(pb):
+            assert abs(pa[t] - pb[t]) < 2e-3, (t, pa[t], pb[t])
+    with pytest.raises(InputError, match="matmul"):
+        fresh(matmul="mkl")
+    assert fresh(dtype="bfloat16").kernel == "default"  # oneDNN is routed for float32 only
+
+
+def test_the_kv_cache_appends_in_place_and_keeps_the_same_values():
+    """`kv.new_cache` layers hold, after every update, crop and replacement, exactly what transformers'
+    concatenating DynamicLayer holds; consecutive decoding steps write into one buffer (no copy of the
+    cache per step), and the tensors a cache was built from are never written."""
+    import torch
+    from transformers import AutoConfig
+    from transformers.cache_utils import DynamicLayer
+
+    from evaluate.backends import kv
+
+    torch.manual_seed(0)
+    cfg = AutoConfig.for_model("qwen2", num_hidden_layers=2, num_key_value_heads=2, num_attention_heads=4,
+                               hidden_size=32)
+    seed = [(torch.randn(3, 2, 5, 8), torch.randn(3, 2, 5, 8)) for _ in range(2)]
+    before = [(k.clone(), v.clone()) for k, v in seed]
+    grown = kv.new_cache(cfg, seed)
+    plain = [DynamicLayer() for _ in range(2)]
+    for layer, (k, v) in zip(plain, seed):
+        layer.update(k, v)
+    assert all(type(layer) is kv.growing_layer_class() for layer in grown.layers) and kv.plain_layers(grown)
+
+    def same() -> None:
+        for g, p in zip(grown.layers, plain):
+            assert torch.equal(g.keys, p.keys) and torch.equal(g.values, p.values)
+            assert g.get_seq_length() == p.get_seq_length()
+
+    def step(n: int = 1) -> None:
+        for g, p in zip(grown.layers, plain):
+            k, v = torch.randn(3, 2, n, 8), torch.randn(3, 2, n, 8)
+            g.update(k, v)
+            p.update(k, v)
+
+    step()
+    ptr = grown.layers[0].keys.data_ptr()
+    for _ in range(20):
+        step()
+    same()
+    assert grown.layers[0].keys.data_ptr() == ptr  # 21 steps, one buffer
+    for layer in [*grown.layers, *plain]:
+        layer.crop(-4)  # drafted tokens cut: the next step writes over them
+    step(3)
+    same()
+    for g, p in zip(grown.layers, plain):  # a row leaves and the batch is left-padded, as _decode_together does
+        g.keys, g.values = torch.nn.functional.pad(g.keys[[0, 2]], (0, 0, 2, 0)), torch.nn.functional.pad(g.values[[0, 2]], (0, 0, 2, 0))
+        p.keys, p.values = torch.nn.functional.pad(p.keys[[0, 2]], (0, 0, 2, 0)), torch.nn.functional.pad(p.values[[0, 2]], (0, 0, 2, 0))
+    for _ in range(70):  # past the buffer's headroom: it grows
+        for g, p in zip(grown.layers, plain):
+            k, v = torch.randn(2, 2, 1, 8), torch.randn(2, 2, 1, 8)
+            g.update(k, v)
+            p.update(k, v)
+    same()
+    assert all(torch.equal(k, k0) and torch.equal(v, v0) for (k, v), (k0, v0) in zip(seed, before))

@@ -31,6 +31,8 @@ from ..core.errors import InputError
 from ..models.catalogue import ModelInfo
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
+from .kv import new_cache, plain_layers
+from .onednn import linear as onednn_linear, onednn_scope, resolve_matmul, route_linears
 
 
 log = logging.getLogger(__name__)
@@ -105,7 +107,9 @@ class LocalBackend(Backend):
     `sequences` is how many multi-token requests are decoded together (continuous batching: each
     prompt is prefilled alone, with prefix reuse, then joins the batch, which advances every row by
     one token per forward pass; a finished row leaves and the next request takes its place), and
-    `batch_tokens` bounds the KV cache of those rows (rows x padded width, counted when a row joins).
+    `batch_tokens` bounds the KV cache of those rows (rows x padded width, counted when a row joins);
+    `matmul` picks the kernel of the float32 matrix products ("auto": oneDNN for float32 on x86-64,
+    see `backends/onednn.py`; "default": torch's own).
     """
 
     kind = "local"
@@ -126,6 +130,7 @@ class LocalBackend(Backend):
         batch_size: int = 1,
         sequences: int = 1,
         batch_tokens: int = 16384,
+        matmul: str = "auto",
     ):
         super().__init__(model)
         self.dtype = resolve_dtype(dtype)  # resolved now: the judge signature (cache key) names the real one
@@ -146,6 +151,10 @@ class LocalBackend(Backend):
             raise InputError(f"LocalBackend: sequences and batch_tokens must be >= 1, got {sequences}, {batch_tokens}")
         self.sequences = sequences  # multi-token requests decoded together, one token each per forward pass
         self.batch_tokens = batch_tokens  # most KV-cache positions (rows x padded width) of the sequences in flight
+        if matmul not in ("auto", "onednn", "default"):
+            raise InputError(f'LocalBackend: matmul must be "auto", "onednn" or "default", got {matmul!r}')
+        self.matmul = matmul  # resolved on first use (it imports torch): self.kernel
+        self._kernel: str | None = None
         self._lock = threading.RLock()
         self._slots: list[_Slot] = []
         self._lm: Any = None
@@ -162,6 +171,16 @@ class LocalBackend(Backend):
     def supports_logprobs(self) -> bool:
         return True
 
+    @property
+    def kernel(self) -> str:
+        """The float32 matrix-product kernel this backend's forward passes use: "onednn" or "default"."""
+        if self._kernel is None:
+            self._kernel = resolve_matmul(self.matmul, self.dtype)
+        return self._kernel
+
+    def _scope(self) -> Any:
+        return onednn_scope(self.kernel == "onednn")
+
     # ------------------------------------------------------------------ loading
 
     def load(self) -> "LocalBackend":
@@ -175,6 +194,8 @@ class LocalBackend(Backend):
                 lm, tok, info = load_causal_lm(self.model, dtype=self.dtype, expected_sha256=self.expected_sha256)
                 if not getattr(tok, "chat_template", None):
                     raise InputError(f'model "{self.model}" ({info.path}): the tokenizer has no chat template')
+                if self.kernel == "onednn":
+                    route_linears(lm.base_model)  # only inside this backend's forward passes (onednn.py)
                 head = lm.get_output_embeddings()
                 bias = getattr(head, "bias", None)
                 self._head = (head.weight.detach().float(), None if bias is None else bias.detach().float())
@@ -195,8 +216,10 @@ class LocalBackend(Backend):
         else:  # resolving is cheap (hash checks are cached); loading the weights is not needed here
             resolved = resolve_model(self.model, expected_sha256=self.expected_sha256)
             name, sha = resolved.name, resolved.sha256
-        return {"backend": self.kind, "model": name, "weights_sha256": sha, "dtype": self.dtype,
-                "logits": "float32"}
+        sig = {"backend": self.kind, "model": name, "weights_sha256": sha, "dtype": self.dtype, "logits": "float32"}
+        if self.kernel != "default":  # the kernels round differently: their judgments are cached apart
+            sig["matmul"] = self.kernel
+        return sig
 
     def close(self) -> None:
         with self._lock:
@@ -217,23 +240,19 @@ class LocalBackend(Backend):
         import torch
 
         self.forward_passes += 1
-        out = self._lm.base_model(input_ids=torch.tensor([list(ids)]), cache=cache, use_cache=True)
+        with self._scope():
+            out = self._lm.base_model(input_ids=torch.tensor([list(ids)]), cache=cache, use_cache=True)
         last = out.last_hidden_state[0, -rows:] if rows > 1 else out.last_hidden_state[0, -1]
         return self._logits(last.float())
 
     def _new_cache(self, prefix_of: _Slot | None = None, length: int = 0) -> Any:
-        from transformers import DynamicCache
-
         if prefix_of is None or length == 0:
-            return DynamicCache(config=self._lm.config)
-        data = [(layer.keys[..., :length, :].clone(), layer.values[..., :length, :].clone())
-                for layer in prefix_of.cache.layers]
-        return DynamicCache(ddp_cache_data=data, config=self._lm.config)
+            return new_cache(self._lm.config)
+        data = [(layer.keys[..., :length, :], layer.values[..., :length, :]) for layer in prefix_of.cache.layers]
+        return new_cache(self._lm.config, data)
 
     def _reusable(self, slot: _Slot) -> bool:
-        from transformers.cache_utils import DynamicLayer
-
-        return all(type(layer) is DynamicLayer and layer.is_initialized for layer in slot.cache.layers)
+        return plain_layers(slot.cache)
 
     def _prefill(self, ids: list[int]) -> tuple[Any, Any]:
         """(logits after the prompt, cache holding the prompt), starting from the best cached prefix."""
@@ -446,9 +465,7 @@ class LocalBackend(Backend):
             n = len(ids)
             row_mask = torch.ones(1, n, dtype=torch.long)
             if cache is None:
-                from transformers import DynamicCache
-
-                cache = DynamicCache(ddp_cache_data=[(k.clone(), v.clone()) for k, v in layers], config=self._lm.config)
+                cache = new_cache(self._lm.config, layers)  # a copy: `own` stays the prefix cache's
                 mask = row_mask
             else:
                 width = mask.shape[1]
@@ -532,22 +549,27 @@ class LocalBackend(Backend):
         import torch
 
         self.forward_passes += 1
-        out = self._lm.base_model(
-            input_ids=torch.tensor(feed).unsqueeze(1),
-            attention_mask=torch.nn.functional.pad(mask, (0, 1), value=1),
-            position_ids=torch.tensor(lengths).unsqueeze(1),
-            cache=cache, use_cache=True)
+        with self._scope():
+            out = self._lm.base_model(
+                input_ids=torch.tensor(feed).unsqueeze(1),
+                attention_mask=torch.nn.functional.pad(mask, (0, 1), value=1),
+                position_ids=torch.tensor(lengths).unsqueeze(1),
+                cache=cache, use_cache=True)
         return self._logits(out.last_hidden_state[:, -1].float())
 
     def _logits(self, hidden: Any) -> Any:
         """fp32 logits from fp32 final hidden states: (rows, hidden) -> (rows, vocab), or one position's
-        (hidden,) -> (vocab,) as a matrix-vector product (the one-at-a-time path's own arithmetic)."""
+        (hidden,) -> (vocab,); through oneDNN with that kernel, else a matrix product (a matrix-vector
+        product for one position, torch's fastest there)."""
         import torch
 
         weight, bias = self._head  # type: ignore[misc]
-        logits = hidden @ weight.T if hidden.dim() > 1 else weight @ hidden
-        if bias is not None:
-            logits = logits + bias
+        if self.kernel == "onednn":
+            logits = onednn_linear(hidden, weight, bias)
+        else:
+            logits = hidden @ weight.T if hidden.dim() > 1 else weight @ hidden
+            if bias is not None:
+                logits = logits + bias
         cap = getattr(self._lm.config, "final_logit_softcapping", None)
         if cap:
             logits = torch.tanh(logits / cap) * cap
@@ -571,7 +593,9 @@ class LocalBackend(Backend):
             ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
             mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
             self.forward_passes += 1
-            logits = self._logits(self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1].float())
+            with self._scope():
+                hidden = self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1]
+            logits = self._logits(hidden.float())
             eos = self._eos_ids()
             out = []
             for req, p, row in zip(requests, prompts, logits):

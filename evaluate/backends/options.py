@@ -45,6 +45,9 @@ class JudgeOptions:
     local_batch_tokens: int = option(16384, "local judge: memory bound of the sequences in flight: rows x padded "
                                             "tokens of their KV cache (about 57 KB a token for Qwen-1.5B in float32)",
                                      min=256)
+    local_matmul: Literal["auto", "onednn", "default"] = option(
+        "auto", "local judge: kernel of the float32 matrix products: auto (oneDNN for float32 on x86-64: 1.3x one "
+                "sequence, 2x eight at a time on a Zen 3), onednn, or default (torch's own; the earlier numbers)")
 
     def endpoint_specs(self) -> list[dict[str, Any]] | None:
         """[{base_url, concurrency}] for several endpoints (or a list of one); None: the single base_url."""

@@ -107,7 +107,8 @@ def _identity(opts) -> Backend:
                                    api_key="EMPTY", concurrency=opts.concurrency, timeout=opts.timeout)
     from ..backends.local import LocalBackend
 
-    return LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead)
+    return LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead,
+                        matmul=opts.local_matmul)
 
 
 @dataclass
