@@ -2,12 +2,16 @@
 
     python bench/mt_bench_judge_batched.py [--questions 81 111 101 130] [--answers vicuna-13b-v1.3]
                                           [--config bench/configs/mt_bench_qwen.yaml] [--sequences 8]
+                                          [--baseline-matmul default|auto]
 
 The same subset as bench/mt_bench_local.py (FastChat's questions, reference answers and one
 model's answers from ../shared), `--mode single`, turns 1 and 2: judged twice in one process on
-the same loaded weights, without a judge cache, first with `local_sequences: 1` (what the local
-judge did before batching) then with `--sequences`. Prints seconds per judgment for each, the
-ratio, and whether the judgments (text and rating) are identical.
+the same loaded weights, without a judge cache, first as the local judge did before issue 29
+(`local_sequences: 1`, `local_matmul: --baseline-matmul`, default: torch's own MKL products), then
+with `--sequences` and the config's `local_matmul` (auto: oneDNN for float32 on x86-64). Prints
+seconds per judgment for each, the ratio, and how many judgments (text and rating) are identical;
+with the same kernel in both arms every one must be (exit 1 otherwise), with different kernels the
+products round differently and a reply may part ways where two tokens nearly tie.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ def main() -> int:
     p.add_argument("--sequences", type=int, default=8)
     p.add_argument("--no-baseline", action="store_true",
                    help="skip the one-at-a-time arm (compare with a recorded number instead)")
+    p.add_argument("--baseline-matmul", default="default", choices=["default", "auto", "onednn"],
+                   help="the one-at-a-time arm's local_matmul (default: what the judge used before)")
     args = p.parse_args()
     if not FASTCHAT.is_dir():
         print("../shared/data/fastchat_mt_bench is not here; nothing to run")
@@ -51,21 +57,24 @@ def main() -> int:
           f"{opts.max_tokens}; {len(matches)} judgments (single, turns 1 and 2)")
     open_backend(opts, None).load()  # type: ignore[attr-defined]  # the weights, once, before the clock
     got, walls = {}, {}
-    arms = (args.sequences,) if args.no_baseline else (1, args.sequences)
-    for n in arms:
-        backend = open_backend(dataclasses.replace(opts, local_sequences=n), None)
+    arms = {args.sequences: opts.local_matmul} if args.no_baseline else \
+        {1: args.baseline_matmul, args.sequences: opts.local_matmul}
+    kernels = {}
+    for n, matmul in arms.items():
+        backend = open_backend(dataclasses.replace(opts, local_sequences=n, local_matmul=matmul), None)
+        kernels[n] = backend.signature().get("matmul", "default")
         t0 = time.perf_counter()
         got[n] = judge_single(backend, matches)
         walls[n] = time.perf_counter() - t0
-        print(f"local_sequences {n}: {walls[n]:.0f} s, {walls[n] / len(matches):.1f} s per judgment; "
-              f"ratings {[j.score for j in got[n]]}", flush=True)
+        print(f"local_sequences {n}, matmul {kernels[n]}: {walls[n]:.0f} s, {walls[n] / len(matches):.1f} s per "
+              f"judgment; ratings {[j.score for j in got[n]]}", flush=True)
     if args.no_baseline:
         return 0
     a, b = got[1], got[args.sequences]
     same = sum(x.game.judgment == y.game.judgment and x.score == y.score for x, y in zip(a, b))
     print(f"ratio: {walls[1] / walls[args.sequences]:.2f}x faster per judgment; identical judgments "
           f"{same}/{len(a)}")
-    return 0 if same == len(a) else 1
+    return 0 if same == len(a) or kernels[1] != kernels[args.sequences] else 1
 
 
 if __name__ == "__main__":

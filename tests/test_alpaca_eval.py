@@ -232,7 +232,7 @@ def test_cli_writes_leaderboard_csv(published, tmp_path, capsys):
     out = tmp_path / "lb.csv"
     assert leaderboard_main(["--alpaca-eval", str(DATA / "annotations"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert all(len(line) <= 80 for line in printed.splitlines())
+    assert all(len(line) <= 80 for line in printed.splitlines() if str(tmp_path) not in line)  # a path is never cut
     with out.open(encoding="utf-8") as f:
         reader = csv.reader(f)
         header = next(reader)
