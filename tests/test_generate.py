@@ -479,3 +479,31 @@ def test_mt_bench_conversations_go_on_without_waiting_for_the_slowest(fake_opena
     slow_at = next(r.time for r in sent if r.user_text == slow)
     second = [r.time for r in sent if len(r.body["messages"]) == 3 and r.body["messages"][0]["content"] != slow]
     assert len(second) == 11 and max(second) < slow_at + 1.0  # every other turn 2 sent while turn 1 of one still ran
+
+
+# ---------------------------------------------------------------- provider batch jobs (the judge's `batch: true`)
+def test_provider_batch_jobs_generate_turn_by_turn_and_a_rerun_creates_none(tmp_path, monkeypatch) -> None:
+    """`batch: true` in the model block: the answers go as provider batch jobs (/v1/files, /v1/batches),
+    one job per MT-bench turn (turn 2 needs turn 1's answer, so it is sent with it), written in
+    FastChat's format; run again, the cache answers everything and no job is created."""
+    need(MT / "question.jsonl")
+    from fake_batch_server import FakeBatchServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-gen-batch-NEVER-WRITTEN")
+    with FakeBatchServer(model_reply) as server:
+        cfg = model_config(tmp_path, server, "  batch: true\n  batch_poll: 0.02\n")
+        out = tmp_path / "model_answer" / "m.jsonl"
+        assert generate(MT / "question.jsonl", cfg, out, "--limit", "3", "--name", "m") == 0
+        rows = jsonl(out)
+        questions = jsonl(MT / "question.jsonl")[:3]
+        assert [r["question_id"] for r in rows] == [q["question_id"] for q in questions]
+        for r, q in zip(rows, questions):
+            turns = r["choices"][0]["turns"]
+            assert turns[0] == f"[1 msgs] answer to: {q['turns'][0][:60]}"
+            assert turns[1] == f"[3 msgs] answer to: {q['turns'][1][:60]}"  # with turn 1 and its answer
+        assert [len(b["custom_ids"]) for b in server.batches.values()] == [3, 3]  # a job per turn
+        paid = len(server.created_ids())
+        assert generate(MT / "question.jsonl", cfg, out, "--limit", "3", "--name", "m") == 0
+        assert len(server.created_ids()) == paid
+        assert [r["choices"] for r in jsonl(out)] == [r["choices"] for r in rows]
+    assert not [p for p in tmp_path.rglob("*") if p.is_file() and b"NEVER-WRITTEN" in p.read_bytes()]

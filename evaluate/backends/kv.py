@@ -77,6 +77,16 @@ def new_cache(config: Any, data: list[tuple[Any, Any]] | None = None) -> Any:
     return cache
 
 
+def compact(cache: Any, slack: int = 64) -> None:
+    """Give back a growing layer's spare positions when it holds more than `slack` of them (a prompt's
+    cache kept for prefix reuse need not keep the room its reply was decoded into)."""
+    for layer in cache.layers:
+        buf = getattr(layer, "_buf", None)
+        if buf is not None and buf[0].shape[-2] - layer.keys.shape[-2] > slack:
+            layer.keys, layer.values = layer.keys.clone(), layer.values.clone()
+            layer._buf = None
+
+
 def plain_layers(cache: Any) -> bool:
     """Every layer is a plain, initialised dynamic layer (growing or not): its keys can be sliced,
     padded and joined with another cache's."""

@@ -31,7 +31,7 @@ from ..core.errors import InputError
 from ..models.catalogue import ModelInfo
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
-from .kv import new_cache, plain_layers
+from .kv import compact, new_cache, plain_layers
 from .onednn import linear as onednn_linear, onednn_scope, resolve_matmul, route_linears
 
 
@@ -276,6 +276,7 @@ class LocalBackend(Backend):
         extra = cache.get_seq_length() - len(ids)
         if extra > 0:
             cache.crop(-extra)  # transformers 5: a negative count removes that many tokens
+        compact(cache)  # the reply's room in the buffer is not kept with the prompt
         # a slot whose prompt is a prefix of this one can serve nothing this one cannot
         self._slots = [s for s in self._slots if common_prefix(s.ids, ids) < len(s.ids)]
         self._slots.insert(0, _Slot(ids=list(ids), cache=cache))
