@@ -23,7 +23,7 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -40,23 +40,25 @@ def rating(rec: RecordedRequest) -> Reply:
     return Reply(content=score, top_logprobs=[{score: -0.2, **others}], usage=(350, 1))
 
 
-def _serve(conn, latency: float) -> None:
-    with FakeOpenAIServer(rating, latency=latency) as server:
+def _serve(conn, latency: float, reply: Callable[[RecordedRequest], Reply | str]) -> None:
+    with FakeOpenAIServer(reply, latency=latency) as server:
         conn.send(server.url)
         conn.recv()  # until told to stop
 
 
 @contextmanager
-def fake_server(latency: float, where: str) -> Iterator[str]:
-    """The fake server's URL; in another process by default, as a real server would be (a server in
-    this process would compete with the client for the GIL and inflate the client's overhead)."""
+def fake_server(latency: float, where: str = "process",
+                reply: Callable[[RecordedRequest], Reply | str] = rating) -> Iterator[str]:
+    """The URL of the fake server answering with `reply` (a module-level function); in another process
+    by default, as a real server would be (a server in this process would compete with the client for
+    the GIL and inflate the client's overhead). The other benchmarks of a served judge or model use it."""
     if where == "thread":
-        with FakeOpenAIServer(rating, latency=latency) as server:
+        with FakeOpenAIServer(reply, latency=latency) as server:
             yield server.url
         return
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_serve, args=(child, latency), daemon=True)
+    proc = ctx.Process(target=_serve, args=(child, latency, reply), daemon=True)
     proc.start()
     try:
         yield parent.recv()

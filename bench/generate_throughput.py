@@ -14,30 +14,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
 import platform
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply  # noqa: E402
+from api_throughput import chat_calls, fake_server  # noqa: E402  (bench/: the served-judge benchmark's fake server)
+from tests.fake_openai_server import RecordedRequest, Reply  # noqa: E402
 
 
 def answer(rec: RecordedRequest) -> Reply:
     return Reply(content=f"An answer of some length to: {rec.user_text}", usage=(60, 40))
-
-
-def _serve(conn, latency: float) -> None:
-    with FakeOpenAIServer(answer, latency=latency) as server:
-        conn.send(server.url)
-        conn.recv()
 
 
 def main() -> None:
@@ -47,12 +40,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=32)
     args = ap.parse_args()
 
-    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_serve, args=(child, args.latency), daemon=True)
-    proc.start()
-    url = parent.recv()
-    try:
+    with fake_server(args.latency, reply=answer) as url:
         with tempfile.TemporaryDirectory() as tmp:
             tmp_path = Path(tmp)
             questions = tmp_path / "questions.json"
@@ -76,11 +64,8 @@ def main() -> None:
                     raise SystemExit(f"generate failed ({done.returncode}): {done.stderr[-2000:]}")
                 sidecar = json.loads(out.with_name(out.name + ".generation.json").read_text())
                 asking.append(sidecar["counts"]["seconds"])
-            stats = json.loads(urllib.request.urlopen(url.rsplit("/v1", 1)[0] + "/v1/_stats").read())
+            sent = chat_calls(url)
             answered = len(json.loads(out.read_text()))
-    finally:
-        parent.send("stop")
-        proc.join(5)
     ideal = args.n * args.latency / args.concurrency
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
           f"load average {os.getloadavg()[0]:.1f}")
@@ -89,7 +74,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|---|")
     print(f"| {answered} | {args.latency:g} s | {args.concurrency} | {ideal:.1f} s | {times[0]:.1f} s | "
           f"{times[0] / ideal:.3f}x | {asking[0]:.1f} s | {asking[0] / ideal:.3f}x | {times[1]:.1f} s | "
-          f"{stats['chat_calls']} |")
+          f"{sent} |")
 
 
 if __name__ == "__main__":

@@ -16,13 +16,11 @@ import argparse
 import hashlib
 import json
 import math
-import multiprocessing as mp
 import os
 import platform
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from evaluate.pipeline.config import parse_config  # noqa: E402
 from evaluate.pipeline.run import run  # noqa: E402
-from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply  # noqa: E402
+from api_throughput import chat_calls, fake_server  # noqa: E402  (bench/: the served-judge benchmark's fake server)
+from tests.fake_openai_server import RecordedRequest, Reply  # noqa: E402
 
 CATEGORIES = ["brainstorming", "chat", "classification", "closed_qa", "extraction", "generation", "open_qa",
               "rewriting", "roleplay", "summarization"]
@@ -43,12 +42,6 @@ def reply(rec: RecordedRequest) -> Reply:
     probs = {str(h[0] % 5 + 1): 0.6, str((h[0] + 1) % 5 + 1): 0.4}
     return Reply(content=max(probs, key=probs.get), top_logprobs=[{k: math.log(v) for k, v in probs.items()}],
                  usage=(400, 1))
-
-
-def _serve(conn, latency: float) -> None:
-    with FakeOpenAIServer(reply, latency=latency) as server:
-        conn.send(server.url)
-        conn.recv()
 
 
 def write_answers(tmp: Path, items: int) -> list[dict[str, str]]:
@@ -72,12 +65,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ["EVAL_NO_PROGRESS"] = "1"
     os.environ.setdefault("BENCH_KEY", "sk-bench-mixed")
-    ctx = mp.get_context("fork")
-    parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_serve, args=(child, args.latency), daemon=True)
-    proc.start()
-    url = parent.recv()
-    try:
+    with fake_server(args.latency, reply=reply) as url:
         with tempfile.TemporaryDirectory() as tmp:
             tmp_p = Path(tmp)
             raw = {"language": "en", "save_path": str(tmp_p / "out"),
@@ -90,11 +78,7 @@ def main() -> None:
             manifest = run(cfg, families=["GPT"], charts=False, parallel=False if args.sequential else None,
                            log=lambda s: None)
             wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            with urllib.request.urlopen(url + "/_stats", timeout=10) as resp:
-                calls = json.load(resp)["chat_calls"]
-    finally:
-        parent.send("stop")
-        proc.join(timeout=10)
+            calls = chat_calls(url)
     ideal = calls * args.latency / args.concurrency
     work = manifest["plan"]["work"]["GPT"]
     print(f"{'sequential' if args.sequential else 'run-wide pool'}: 10 categories x {args.items} items x 3 models, "
