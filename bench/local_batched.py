@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/local_batched.py [--model Qwen2.5-Coder-1.5B-Instruct] [--n 8] [--max-tokens 128]
                                             [--sequences 8] [--rounds 1] [--matmul auto|onednn|default]
+                                            [--pack auto|always|never]
 
 Generates `n` greedy answers (MT-bench's first turns from ../shared when present, else built-in
 questions) with the same loaded weights (evaluate.models.load, once per process) two ways:
@@ -60,16 +61,20 @@ def main() -> int:
     ap.add_argument("--dtype", default="auto")
     ap.add_argument("--matmul", default="auto", choices=["auto", "onednn", "default"],
                     help="float32 matrix-product kernel of both arms (judge.local_matmul)")
+    ap.add_argument("--pack", default="auto", choices=["auto", "always", "never"],
+                    help="oneDNN packed weights for both arms (judge.local_pack_weights; the same numbers)")
     args = ap.parse_args()
     import torch
 
     reqs = [JudgeRequest.chat(None, p, max_tokens=args.max_tokens) for p in prompts(args.n)]
     arms = {"one at a time": LocalBackend(args.model, dtype=args.dtype, max_new_tokens=args.max_tokens,
-                                             matmul=args.matmul).load(),
+                                             matmul=args.matmul, pack=args.pack).load(),
             f"{args.sequences} in flight": LocalBackend(args.model, dtype=args.dtype, max_new_tokens=args.max_tokens,
-                                                       sequences=args.sequences, matmul=args.matmul).load()}
+                                                       sequences=args.sequences, matmul=args.matmul,
+                                                       pack=args.pack).load()}
     print(f"machine: {cpu_model()}, {torch.get_num_threads()} torch threads (shared with other work); model "
-          f"{args.model} {arms['one at a time'].dtype}, matmul {arms['one at a time'].kernel}; {len(reqs)} answers of at most {args.max_tokens} new tokens")
+          f"{args.model} {arms['one at a time'].dtype}, matmul {arms['one at a time'].kernel}, packed weights "
+          f"{'yes' if arms['one at a time'].packed else 'no'}; {len(reqs)} answers of at most {args.max_tokens} new tokens")
     seconds = {k: 0.0 for k in arms}
     tokens = {k: 0 for k in arms}
     texts: dict[str, list[str]] = {}

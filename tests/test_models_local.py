@@ -514,6 +514,22 @@ def test_sequences_in_flight_reply_as_one_at_a_time(fresh):
         fresh(sequences=0)
 
 
+def test_the_last_row_finishes_alone_with_drafts(fresh):
+    """When one row is left in flight and no request waits, it finishes as one at a time would: alone,
+    with prompt-lookup drafts (a reply that copies its prompt gets them confirmed), and the same reply."""
+    one = fresh(prefix_reuse=False, lookahead=0, dtype="float32")
+    reqs = [JudgeRequest.chat(None, COPYING[0], max_tokens=60), JudgeRequest.chat(None, "Say hi.", max_tokens=3)]
+    many = fresh(dtype="float32", sequences=2)
+    got = many.complete_many(reqs)
+    for r, b in zip(reqs, got, strict=True):
+        _same_reply(one.complete(r), b)
+    assert many.most_in_flight == 2
+    assert many.accepted_tokens > 8  # the JSON the reply copies was drafted once it was alone
+    flat = fresh(dtype="float32", sequences=2, lookahead=0)
+    assert [c.text for c in flat.complete_many(reqs)] == [c.text for c in got]
+    assert flat.drafted_tokens == 0 and flat.forward_passes > many.forward_passes + 8
+
+
 def test_the_memory_bound_limits_rows_in_flight(fresh):
     """`batch_tokens` caps rows x padded width: with room for about two prompts, never more than two rows
     are decoded together, and the replies do not change."""
@@ -591,6 +607,67 @@ def test_the_matmul_kernel_is_in_the_signature(fresh):
     with pytest.raises(InputError, match="matmul"):
         fresh(matmul="mkl")
     assert fresh(dtype="bfloat16").kernel == "default"  # oneDNN is routed for float32 only
+
+
+@needs_onednn
+def test_packed_weights_change_speed_not_numbers():
+    """A routed linear with a packed copy gives, bit for bit, what it gave without one, for one row (which
+    keeps the plain weight) and for several; packing adds no parameter or buffer and counts once."""
+    import torch
+
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(64, 96)
+    model = torch.nn.Sequential(lin)
+    onednn.route_linears(model)
+    xs = [torch.randn(1, 64), torch.randn(2, 64), torch.randn(5, 64), torch.randn(3, 7, 64)]
+    keys = set(model.state_dict())
+    with torch.no_grad(), onednn.onednn_scope():
+        want = [lin(x) for x in xs]
+        assert onednn.unpacked_bytes(model) == 96 * 64 * 4
+        assert onednn.pack_linears(model) == 1 and onednn.pack_linears(model) == 0
+        assert onednn.unpacked_bytes(model) == 0
+        got = [lin(x) for x in xs]
+    assert all(torch.equal(a, b) for a, b in zip(want, got))
+    assert set(model.state_dict()) == keys and len(list(model.parameters())) == 2
+    with torch.no_grad():
+        assert torch.equal(lin(xs[2]), torch.nn.functional.linear(xs[2], lin.weight, lin.bias))  # outside: torch's
+
+
+@needs_onednn
+def test_packing_is_decided_at_load_and_changes_no_number(fresh, monkeypatch):
+    """`pack`: "never" leaves the weights alone, "auto" packs only when the copy takes at most half the
+    memory available, "always" packs; a packed model gives bit-for-bit the same replies (one-token
+    batches, prefills, drafts, sequences in flight), so the signature does not name it."""
+    from evaluate.backends import local
+
+    with pytest.raises(InputError, match="pack"):
+        fresh(pack="sometimes")
+    base = fresh(dtype="float32")
+    body, head = base._lm.base_model, base._lm.get_output_embeddings()
+    saved = {m: getattr(m, onednn.PACKED_ATTR, None) for m in [*onednn.routed_linears(body), head]}
+
+    def unpack() -> None:
+        for m in saved:
+            object.__setattr__(m, onednn.PACKED_ATTR, None)
+
+    try:
+        unpack()
+        plain = fresh(dtype="float32", sequences=3, batch_size=4, pack="never")
+        assert not plain.packed and onednn.unpacked_bytes(body) > 0
+        reqs = [*FLIGHT, rating(ANSWERS[0]), rating(ANSWERS[1])]
+        want = plain.complete_many(reqs)
+        monkeypatch.setattr(local.onednn, "available_memory", lambda: 2 * onednn.unpacked_bytes(body))
+        assert not fresh(dtype="float32", pack="auto").packed  # the head's copy too: more than half
+        monkeypatch.setattr(local.onednn, "available_memory", lambda: 4 * onednn.unpacked_bytes(body) + 10**9)
+        packed = fresh(dtype="float32", sequences=3, batch_size=4, pack="auto")
+        assert packed.packed and onednn.unpacked_bytes(body) == 0 and packed._head_packed is not None
+        got = packed.complete_many(reqs)
+        for a, b in zip(want, got, strict=True):
+            assert (a.text, a.top_logprobs, a.completion_tokens) == (b.text, b.top_logprobs, b.completion_tokens)
+        assert packed.signature() == plain.signature()
+    finally:
+        for m, w in saved.items():
+            object.__setattr__(m, onednn.PACKED_ATTR, w)
 
 
 def test_the_kv_cache_appends_in_place_and_keeps_the_same_values():

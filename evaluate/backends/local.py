@@ -32,6 +32,7 @@ from ..models.catalogue import ModelInfo
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .kv import compact, new_cache, plain_layers
+from . import onednn
 from .onednn import linear as onednn_linear, onednn_scope, resolve_matmul, route_linears
 
 
@@ -109,7 +110,10 @@ class LocalBackend(Backend):
     one token per forward pass; a finished row leaves and the next request takes its place), and
     `batch_tokens` bounds the KV cache of those rows (rows x padded width, counted when a row joins);
     `matmul` picks the kernel of the float32 matrix products ("auto": oneDNN for float32 on x86-64,
-    see `backends/onednn.py`; "default": torch's own).
+    see `backends/onednn.py`; "default": torch's own); with oneDNN, `pack` keeps a second copy of the
+    float32 weights in oneDNN's blocked layout for products of two rows or more (prefill, drafts,
+    sequences in flight; the same numbers, faster): "always", "never", or "auto" (when the copy takes
+    at most half the memory available at load).
     """
 
     kind = "local"
@@ -131,6 +135,7 @@ class LocalBackend(Backend):
         sequences: int = 1,
         batch_tokens: int = 16384,
         matmul: str = "auto",
+        pack: str = "auto",
     ):
         super().__init__(model)
         self.dtype = resolve_dtype(dtype)  # resolved now: the judge signature (cache key) names the real one
@@ -155,6 +160,11 @@ class LocalBackend(Backend):
             raise InputError(f'LocalBackend: matmul must be "auto", "onednn" or "default", got {matmul!r}')
         self.matmul = matmul  # resolved on first use (it imports torch): self.kernel
         self._kernel: str | None = None
+        if pack not in ("auto", "always", "never"):
+            raise InputError(f'LocalBackend: pack must be "auto", "always" or "never", got {pack!r}')
+        self.pack = pack
+        self.packed = False  # whether this backend's products of 2+ rows read packed weights (set at load)
+        self._head_packed: Any = None
         self._lock = threading.RLock()
         self._slots: list[_Slot] = []
         self._lm: Any = None
@@ -199,8 +209,30 @@ class LocalBackend(Backend):
                 head = lm.get_output_embeddings()
                 bias = getattr(head, "bias", None)
                 self._head = (head.weight.detach().float(), None if bias is None else bias.detach().float())
+                if self.kernel == "onednn" and self.pack != "never":
+                    self._pack_weights(lm, head, info.name)
                 self._lm, self._tok, self._info = lm, tok, info
         return self
+
+    def _pack_weights(self, lm: Any, head: Any, name: str) -> None:
+        """Packed copies of the body's linears and the output projection (shared with every backend on
+        this loaded model), when `pack` says so."""
+        import torch
+
+        have = getattr(head, onednn.PACKED_ATTR, None)
+        need = onednn.unpacked_bytes(lm.base_model) + (0 if have is not None else self._head[0].numel() * 4)
+        if self.pack == "auto" and need:
+            free = onednn.available_memory()
+            if free is None or need > free // 2:
+                log.info("local model %s: weights not packed for oneDNN (a copy of %.1f GB; %s GB available)",
+                         name, need / 1e9, "?" if free is None else f"{free / 1e9:.1f}")
+                return
+        onednn.pack_linears(lm.base_model)
+        if have is None and head.weight.dtype == torch.float32:
+            have = onednn.pack(self._head[0])
+            object.__setattr__(head, onednn.PACKED_ATTR, have)
+        self._head_packed = have
+        self.packed = True
 
     @property
     def info(self) -> ModelInfo:
@@ -350,22 +382,30 @@ class LocalBackend(Backend):
         with torch.inference_mode():
             logits, cache = self._prefill(ids)
             nxt, done = reply.emit(logits)
-            while not done:
-                draft = self._draft(ids, reply.out, reply.budget - len(reply.out)) if reply.gen is None else []
-                step = [nxt, *draft]
-                rows = self._forward(step, cache, rows=len(step))
-                rows = rows.unsqueeze(0) if rows.dim() == 1 else rows
-                self.drafted_tokens += len(draft)
-                for i in range(len(step)):
-                    nxt, done = reply.emit(rows[i])
-                    if done:
-                        break  # the cache may hold drafted tokens past the end: _remember crops to the prompt
-                    if i < len(draft) and nxt != draft[i]:
-                        cache.crop(-(len(draft) - i))  # inputs after position i were guesses that failed
-                        break
-                    self.accepted_tokens += i < len(draft)
+            if not done:
+                self._decode_alone(reply, nxt, cache)
             self._remember(ids, cache)
         return reply.completion()
+
+    def _decode_alone(self, reply: _Reply, nxt: int, cache: Any) -> None:
+        """Decode `reply` to its end, alone: `nxt` is its last chosen token (not yet in `cache`, which holds
+        everything before it). Greedy requests feed prompt-lookup drafts with each token. The cache may
+        be left holding drafted tokens past the end (`_remember` crops to the prompt)."""
+        done = False
+        while not done:
+            draft = self._draft(reply.ids, reply.out, reply.budget - len(reply.out)) if reply.gen is None else []
+            step = [nxt, *draft]
+            rows = self._forward(step, cache, rows=len(step))
+            rows = rows.unsqueeze(0) if rows.dim() == 1 else rows
+            self.drafted_tokens += len(draft)
+            for i in range(len(step)):
+                nxt, done = reply.emit(rows[i])
+                if done:
+                    break
+                if i < len(draft) and nxt != draft[i]:
+                    cache.crop(-(len(draft) - i))  # inputs after position i were guesses that failed
+                    break
+                self.accepted_tokens += i < len(draft)
 
     def complete(self, request: JudgeRequest) -> Completion:
         with self._lock:
@@ -433,7 +473,8 @@ class LocalBackend(Backend):
         alone, up to the float rounding of a matrix product over several rows (tests check the
         greedy text is identical in float32). A finished row leaves at once and the next request is
         prefilled into its place; columns that became padding in every row are dropped. Prompt-lookup
-        drafts are not used here: several rows already share each pass over the weights."""
+        drafts are not used while several rows share each pass over the weights; the last row, once no
+        request waits, finishes alone with them, as one at a time would."""
         import torch
 
         queue = list(items)
@@ -523,6 +564,22 @@ class LocalBackend(Backend):
                         on_result(i, fail(i, exc))
                 if not rows:
                     continue
+                if len(rows) == 1 and not queue and self.lookahead > 0:
+                    # the last one: alone it decodes as one-at-a-time does, with prompt-lookup drafts
+                    i, reply = rows[0]
+                    n = lengths[0]
+                    own = new_cache(self._lm.config, [(layer.keys[:, :, -n:], layer.values[:, :, -n:])
+                                                      for layer in cache.layers])
+                    nxt = feed[0]
+                    keep([])
+                    try:
+                        self._decode_alone(reply, nxt, own)
+                    except Exception as exc:  # noqa: BLE001 - as a failing step: redone one at a time
+                        log.warning("local decoding of the last row failed (%s); decoding it one at a time", exc)
+                        on_result(i, self._complete_or_error(reply.request))
+                        continue
+                    on_result(i, reply.completion())
+                    continue
                 self.most_in_flight = max(self.most_in_flight, len(rows))
                 try:
                     logits = self._step(feed, lengths, mask, cache)
@@ -566,7 +623,7 @@ class LocalBackend(Backend):
 
         weight, bias = self._head  # type: ignore[misc]
         if self.kernel == "onednn":
-            logits = onednn_linear(hidden, weight, bias)
+            logits = onednn_linear(hidden, weight, bias, self._head_packed)
         else:
             logits = hidden @ weight.T if hidden.dim() > 1 else weight @ hidden
             if bias is not None:

@@ -269,7 +269,7 @@ def judge_panel(data: SaveData) -> dict[str, Any]:
 
 
 # judge options that mean something for one backend only; the panel leaves the others out
-LOCAL_ONLY = ("dtype", "lookahead", "local_batch_size", "local_sequences", "local_batch_tokens", "local_matmul", "device", "threads", "quantization")
+LOCAL_ONLY = ("dtype", "lookahead", "local_batch_size", "local_sequences", "local_batch_tokens", "local_matmul", "local_pack_weights", "device", "threads", "quantization")
 HTTP_ONLY = ("base_url", "endpoints", "endpoint_failures", "endpoint_cooldown", "api_key_env", "concurrency",
              "timeout", "max_retries", "batch", "batch_poll", "price")
 
