@@ -66,7 +66,8 @@ def main() -> int:
         t0 = time.perf_counter()
         got[n] = judge_single(backend, matches)
         walls[n] = time.perf_counter() - t0
-        print(f"local_sequences {n}, matmul {kernels[n]}: {walls[n]:.0f} s, {walls[n] / len(matches):.1f} s per "
+        packed = " (packed weights)" if getattr(backend, "packed", False) else ""
+        print(f"local_sequences {n}, matmul {kernels[n]}{packed}: {walls[n]:.0f} s, {walls[n] / len(matches):.1f} s per "
               f"judgment; ratings {[j.score for j in got[n]]}", flush=True)
     if args.no_baseline:
         return 0
