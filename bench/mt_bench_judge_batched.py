@@ -55,7 +55,8 @@ def main() -> int:
     matches = make_matches(inputs, "single")
     print(f"machine: {cpu_model()} (2 cores shared with other work); judge {opts.model}, max_tokens "
           f"{opts.max_tokens}; {len(matches)} judgments (single, turns 1 and 2)")
-    open_backend(opts, None).load()  # type: ignore[attr-defined]  # the weights, once, before the clock
+    # the weights, once, before the clock, with oneDNN's packed copy (auto would pack inside the clock)
+    open_backend(dataclasses.replace(opts, local_pack_weights="always"), None).load()  # type: ignore[attr-defined]
     got, walls = {}, {}
     arms = {args.sequences: opts.local_matmul} if args.no_baseline else \
         {1: args.baseline_matmul, args.sequences: opts.local_matmul}

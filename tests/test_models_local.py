@@ -634,10 +634,11 @@ def test_packed_weights_change_speed_not_numbers():
 
 
 @needs_onednn
-def test_packing_is_decided_at_load_and_changes_no_number(fresh, monkeypatch):
-    """`pack`: "never" leaves the weights alone, "auto" packs only when the copy takes at most half the
-    memory available, "always" packs; a packed model gives bit-for-bit the same replies (one-token
-    batches, prefills, drafts, sequences in flight), so the signature does not name it."""
+def test_packing_waits_for_enough_work_and_changes_no_number(fresh, monkeypatch):
+    """`pack`: "never" packs nothing; "auto" packs nothing at load, then once a `complete_many` call brings
+    `PACK_AFTER_TOKENS` tokens of decoding budget, if the copy takes at most half the memory available;
+    "always" packs at load. A packed model gives bit-for-bit the same replies (one-token batches,
+    prefills, drafts, sequences in flight), so the signature does not name it."""
     from evaluate.backends import local
 
     with pytest.raises(InputError, match="pack"):
@@ -652,19 +653,29 @@ def test_packing_is_decided_at_load_and_changes_no_number(fresh, monkeypatch):
 
     try:
         unpack()
-        plain = fresh(dtype="float32", sequences=3, batch_size=4, pack="never")
-        assert not plain.packed and onednn.unpacked_bytes(body) > 0
         reqs = [*FLIGHT, rating(ANSWERS[0]), rating(ANSWERS[1])]
+        plain = fresh(dtype="float32", sequences=3, batch_size=4, pack="never")
         want = plain.complete_many(reqs)
+        assert not plain.packed and onednn.unpacked_bytes(body) > 0
+        auto = fresh(dtype="float32", sequences=3, batch_size=4)
+        assert auto.pack == "auto" and not auto.packed  # nothing at load
+        budget = sum(r.max_tokens for r in reqs if r.max_tokens > 1)
+        monkeypatch.setattr(local.LocalBackend, "PACK_AFTER_TOKENS", budget + 1)
+        auto.complete_many(reqs)
+        assert not auto.packed  # too little work to pay for the copy
+        monkeypatch.setattr(local.LocalBackend, "PACK_AFTER_TOKENS", budget)
         monkeypatch.setattr(local.onednn, "available_memory", lambda: 2 * onednn.unpacked_bytes(body))
-        assert not fresh(dtype="float32", pack="auto").packed  # the head's copy too: more than half
+        auto.complete_many(reqs)
+        assert not auto.packed  # the body's copy would take half the memory, the head's on top of it
         monkeypatch.setattr(local.onednn, "available_memory", lambda: 4 * onednn.unpacked_bytes(body) + 10**9)
-        packed = fresh(dtype="float32", sequences=3, batch_size=4, pack="auto")
-        assert packed.packed and onednn.unpacked_bytes(body) == 0 and packed._head_packed is not None
-        got = packed.complete_many(reqs)
+        got = auto.complete_many(reqs)
+        assert auto.packed and onednn.unpacked_bytes(body) == 0
+        assert plain.packed  # the copy belongs to the loaded model
         for a, b in zip(want, got, strict=True):
             assert (a.text, a.top_logprobs, a.completion_tokens) == (b.text, b.top_logprobs, b.completion_tokens)
-        assert packed.signature() == plain.signature()
+        assert auto.signature() == plain.signature()
+        unpack()
+        assert fresh(dtype="float32", pack="always").packed
     finally:
         for m, w in saved.items():
             object.__setattr__(m, onednn.PACKED_ATTR, w)

@@ -112,9 +112,16 @@ class LocalBackend(Backend):
     `matmul` picks the kernel of the float32 matrix products ("auto": oneDNN for float32 on x86-64,
     see `backends/onednn.py`; "default": torch's own); with oneDNN, `pack` keeps a second copy of the
     float32 weights in oneDNN's blocked layout for products of two rows or more (prefill, drafts,
-    sequences in flight; the same numbers, faster): "always", "never", or "auto" (when the copy takes
-    at most half the memory available at load).
+    sequences in flight; the same numbers, faster): "always" (at load), "never", or "auto": once a
+    `complete_many` call brings at least `PACK_AFTER_TOKENS` tokens of decoding budget, and only when
+    the copy takes at most half the memory available. The copy belongs to the loaded model: every
+    backend on it reads it once it exists.
     """
+
+    # Packing Qwen-1.5B took 16-17 s on the 2-core development VM (mostly first-touching 7 GB of new
+    # memory) and saves about 0.15 s per 8-row decoding step or 2-row draft step: it pays for itself
+    # after about a hundred such steps, about 1,000 tokens decoded 8 at a time (BENCHMARKS.md).
+    PACK_AFTER_TOKENS = 1024
 
     kind = "local"
 
@@ -163,8 +170,7 @@ class LocalBackend(Backend):
         if pack not in ("auto", "always", "never"):
             raise InputError(f'LocalBackend: pack must be "auto", "always" or "never", got {pack!r}')
         self.pack = pack
-        self.packed = False  # whether this backend's products of 2+ rows read packed weights (set at load)
-        self._head_packed: Any = None
+        self._head_module: Any = None  # the output projection module: its packed copy hangs on it
         self._lock = threading.RLock()
         self._slots: list[_Slot] = []
         self._lm: Any = None
@@ -209,30 +215,48 @@ class LocalBackend(Backend):
                 head = lm.get_output_embeddings()
                 bias = getattr(head, "bias", None)
                 self._head = (head.weight.detach().float(), None if bias is None else bias.detach().float())
-                if self.kernel == "onednn" and self.pack != "never":
-                    self._pack_weights(lm, head, info.name)
+                self._head_module = head
                 self._lm, self._tok, self._info = lm, tok, info
+                if self.kernel == "onednn" and self.pack == "always":
+                    self._pack_weights()
         return self
 
-    def _pack_weights(self, lm: Any, head: Any, name: str) -> None:
-        """Packed copies of the body's linears and the output projection (shared with every backend on
-        this loaded model), when `pack` says so."""
+    @property
+    def packed(self) -> bool:
+        """Whether the loaded model's products of 2+ rows read packed weights (whoever packed them)."""
+        return self._head_module is not None and getattr(self._head_module, onednn.PACKED_ATTR, None) is not None
+
+    def _pack_weights(self) -> None:
+        """Packed copies of the body's linears and the output projection (on the loaded model, so shared
+        with every backend on it); with `pack="auto"` only when the copy takes at most half the memory
+        available."""
+        import time
+
         import torch
 
-        have = getattr(head, onednn.PACKED_ATTR, None)
-        need = onednn.unpacked_bytes(lm.base_model) + (0 if have is not None else self._head[0].numel() * 4)
-        if self.pack == "auto" and need:
+        lm, head = self._lm, self._head_module
+        if self.packed or self._head[0].dtype != torch.float32:
+            return
+        need = onednn.unpacked_bytes(lm.base_model) + self._head[0].numel() * 4
+        if self.pack == "auto":
             free = onednn.available_memory()
             if free is None or need > free // 2:
                 log.info("local model %s: weights not packed for oneDNN (a copy of %.1f GB; %s GB available)",
-                         name, need / 1e9, "?" if free is None else f"{free / 1e9:.1f}")
+                         self.model, need / 1e9, "?" if free is None else f"{free / 1e9:.1f}")
                 return
+        t0 = time.perf_counter()
         onednn.pack_linears(lm.base_model)
-        if have is None and head.weight.dtype == torch.float32:
-            have = onednn.pack(self._head[0])
-            object.__setattr__(head, onednn.PACKED_ATTR, have)
-        self._head_packed = have
-        self.packed = True
+        object.__setattr__(head, onednn.PACKED_ATTR, onednn.pack(self._head[0]))
+        log.info("local model %s: weights packed for oneDNN (%.1f GB) in %.1f s", self.model, need / 1e9,
+                 time.perf_counter() - t0)
+
+    def _maybe_pack(self, requests: Sequence[JudgeRequest]) -> None:
+        if self.pack != "auto" or self.kernel != "onednn" or self.packed:
+            return
+        budget = sum(min(r.max_tokens, self.max_new_tokens) for r in requests if r.max_tokens > 1)
+        if budget >= self.PACK_AFTER_TOKENS:
+            with self._lock:
+                self._pack_weights()
 
     @property
     def info(self) -> ModelInfo:
@@ -436,6 +460,7 @@ class LocalBackend(Backend):
         """`on_result(i, completion)` as each judgment is made, so the cache in front stores it at
         once (a run killed mid-way loses at most the judgments in progress)."""
         self.load()
+        self._maybe_pack(requests)
         answered = [False] * len(requests)
         batchable = [i for i, r in enumerate(requests)
                      if self.batch_size > 1 and r.max_tokens == 1 and r.temperature == 0 and not r.stop]
@@ -623,7 +648,7 @@ class LocalBackend(Backend):
 
         weight, bias = self._head  # type: ignore[misc]
         if self.kernel == "onednn":
-            logits = onednn_linear(hidden, weight, bias, self._head_packed)
+            logits = onednn_linear(hidden, weight, bias, getattr(self._head_module, onednn.PACKED_ATTR, None))
         else:
             logits = hidden @ weight.T if hidden.dim() > 1 else weight @ hidden
             if bias is not None:

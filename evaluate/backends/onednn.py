@@ -26,8 +26,8 @@ results are bit for bit those of the plain weight (tested for 2 to 300 rows; a o
 packed copy would round differently, so it is never used for one row), so packing changes speed and
 memory, not a number, and is not in the judge's signature. On the 2-core Zen 3, Qwen-1.5B's MLP
 projections: 2 rows 4.3 -> 2.6 ms, 8 rows 5.3 -> 4.1 ms (BENCHMARKS.md). The cost is a second copy
-of the float32 weights (6.2 GB for Qwen-1.5B), which is why `LocalBackend(pack=...)` decides by the
-memory available.
+of the float32 weights (6.2 GB for Qwen-1.5B) and the time to make it (16-17 s on the 2-core
+development VM), which is why `LocalBackend(pack="auto")` packs only for enough work and memory.
 """
 
 from __future__ import annotations

@@ -50,8 +50,9 @@ class JudgeOptions:
                 "sequence, 2x eight at a time on a Zen 3), onednn, or default (torch's own; the earlier numbers)")
     local_pack_weights: Literal["auto", "always", "never"] = option(
         "auto", "local judge with oneDNN: keep a second copy of the float32 weights in oneDNN's packed layout for "
-                "products of 2+ rows (prompts, drafts, sequences in flight; the same numbers, faster): auto (when "
-                "the copy takes at most half the memory available), always, never")
+                "products of 2+ rows (prompts, drafts, sequences in flight; the same numbers, faster): auto (once "
+                "a call brings 1,024 tokens of decoding budget, if the copy takes at most half the memory "
+                "available), always (at load), never")
 
     def endpoint_specs(self) -> list[dict[str, Any]] | None:
         """[{base_url, concurrency}] for several endpoints (or a list of one); None: the single base_url."""
