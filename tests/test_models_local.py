@@ -664,10 +664,10 @@ def test_packing_waits_for_enough_work_and_changes_no_number(fresh, monkeypatch)
         auto.complete_many(reqs)
         assert not auto.packed  # too little work to pay for the copy
         monkeypatch.setattr(local.LocalBackend, "PACK_AFTER_TOKENS", budget)
-        monkeypatch.setattr(local.onednn, "available_memory", lambda: 2 * onednn.unpacked_bytes(body))
+        monkeypatch.setattr(local, "available_memory", lambda: 2 * onednn.unpacked_bytes(body))
         auto.complete_many(reqs)
         assert not auto.packed  # the body's copy would take half the memory, the head's on top of it
-        monkeypatch.setattr(local.onednn, "available_memory", lambda: 4 * onednn.unpacked_bytes(body) + 10**9)
+        monkeypatch.setattr(local, "available_memory", lambda: 4 * onednn.unpacked_bytes(body) + 10**9)
         got = auto.complete_many(reqs)
         assert auto.packed and onednn.unpacked_bytes(body) == 0
         assert plain.packed  # the copy belongs to the loaded model

@@ -32,8 +32,8 @@ from ..models.catalogue import ModelInfo
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .kv import compact, new_cache, plain_layers
-from . import onednn
-from .onednn import linear as onednn_linear, onednn_scope, resolve_matmul, route_linears
+from .onednn import (PACKED_ATTR, available_memory, linear as onednn_linear, onednn_scope, pack, pack_linears,
+                     resolve_matmul, route_linears, unpacked_bytes)
 
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class LocalBackend(Backend):
     @property
     def packed(self) -> bool:
         """Whether the loaded model's products of 2+ rows read packed weights (whoever packed them)."""
-        return self._head_module is not None and getattr(self._head_module, onednn.PACKED_ATTR, None) is not None
+        return self._head_module is not None and getattr(self._head_module, PACKED_ATTR, None) is not None
 
     def _pack_weights(self) -> None:
         """Packed copies of the body's linears and the output projection (on the loaded model, so shared
@@ -237,16 +237,16 @@ class LocalBackend(Backend):
         lm, head = self._lm, self._head_module
         if self.packed or self._head[0].dtype != torch.float32:
             return
-        need = onednn.unpacked_bytes(lm.base_model) + self._head[0].numel() * 4
+        need = unpacked_bytes(lm.base_model) + self._head[0].numel() * 4
         if self.pack == "auto":
-            free = onednn.available_memory()
+            free = available_memory()
             if free is None or need > free // 2:
                 log.info("local model %s: weights not packed for oneDNN (a copy of %.1f GB; %s GB available)",
                          self.model, need / 1e9, "?" if free is None else f"{free / 1e9:.1f}")
                 return
         t0 = time.perf_counter()
-        onednn.pack_linears(lm.base_model)
-        object.__setattr__(head, onednn.PACKED_ATTR, onednn.pack(self._head[0]))
+        pack_linears(lm.base_model)
+        object.__setattr__(head, PACKED_ATTR, pack(self._head[0]))
         log.info("local model %s: weights packed for oneDNN (%.1f GB) in %.1f s", self.model, need / 1e9,
                  time.perf_counter() - t0)
 
@@ -648,7 +648,7 @@ class LocalBackend(Backend):
 
         weight, bias = self._head  # type: ignore[misc]
         if self.kernel == "onednn":
-            logits = onednn_linear(hidden, weight, bias, getattr(self._head_module, onednn.PACKED_ATTR, None))
+            logits = onednn_linear(hidden, weight, bias, getattr(self._head_module, PACKED_ATTR, None))
         else:
             logits = hidden @ weight.T if hidden.dim() > 1 else weight @ hidden
             if bias is not None:
