@@ -32,8 +32,8 @@ from ..models.catalogue import ModelInfo
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .kv import compact, new_cache, plain_layers
-from .onednn import (PACKED_ATTR, available_memory, linear as onednn_linear, onednn_scope, pack, pack_linears,
-                     resolve_matmul, route_linears, unpacked_bytes)
+from .onednn import (available_memory, linear as onednn_linear, onednn_scope, pack_linears, pack_module,
+                     packed_copy, resolve_matmul, route_linears, unpacked_bytes)
 
 
 log = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class LocalBackend(Backend):
     @property
     def packed(self) -> bool:
         """Whether the loaded model's products of 2+ rows read packed weights (whoever packed them)."""
-        return self._head_module is not None and getattr(self._head_module, PACKED_ATTR, None) is not None
+        return self._head_module is not None and packed_copy(self._head_module) is not None
 
     def _pack_weights(self) -> None:
         """Packed copies of the body's linears and the output projection (on the loaded model, so shared
@@ -246,7 +246,7 @@ class LocalBackend(Backend):
                 return
         t0 = time.perf_counter()
         pack_linears(lm.base_model)
-        object.__setattr__(head, PACKED_ATTR, pack(self._head[0]))
+        pack_module(head, self._head[0])
         log.info("local model %s: weights packed for oneDNN (%.1f GB) in %.1f s", self.model, need / 1e9,
                  time.perf_counter() - t0)
 
@@ -648,7 +648,7 @@ class LocalBackend(Backend):
 
         weight, bias = self._head  # type: ignore[misc]
         if self.kernel == "onednn":
-            logits = onednn_linear(hidden, weight, bias, getattr(self._head_module, PACKED_ATTR, None))
+            logits = onednn_linear(hidden, weight, bias, packed_copy(self._head_module))
         else:
             logits = hidden @ weight.T if hidden.dim() > 1 else weight @ hidden
             if bias is not None:

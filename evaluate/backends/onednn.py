@@ -97,7 +97,7 @@ def route_linears(model: Any) -> int:
 
         def forward(x: Any, _m: Any = mod) -> Any:
             if active() and x.dtype == torch.float32 and not torch.is_grad_enabled():
-                return linear(x, _m.weight, _m.bias, getattr(_m, PACKED_ATTR, None))
+                return linear(x, _m.weight, _m.bias, packed_copy(_m))
             return F.linear(x, _m.weight, _m.bias)
 
         mod.forward = forward
@@ -113,24 +113,33 @@ def pack(weight: Any) -> Any:
     return torch.ops.mkldnn._reorder_linear_weight(weight.detach(), PACK_ROWS)
 
 
+def packed_copy(mod: Any) -> Any:
+    """The packed copy `pack_module` hung on `mod`, or None."""
+    return getattr(mod, PACKED_ATTR, None)
+
+
+def pack_module(mod: Any, weight: Any = None) -> bool:
+    """Hang a packed copy of `weight` (default: `mod.weight`) on `mod` unless it has one; whether it was
+    packed now. The copy is not a parameter or buffer: the module's state_dict is unchanged."""
+    if packed_copy(mod) is not None:
+        return False
+    object.__setattr__(mod, PACKED_ATTR, pack(mod.weight if weight is None else weight))
+    return True
+
+
 def routed_linears(model: Any) -> list[Any]:
     return [mod for mod in model.modules() if getattr(mod, _MARK, False)]
 
 
 def unpacked_bytes(model: Any) -> int:
     """Bytes a `pack_linears(model)` would add now (routed linears not yet packed)."""
-    return sum(m.weight.numel() * m.weight.element_size() for m in routed_linears(model) if getattr(m, PACKED_ATTR, None) is None)
+    return sum(m.weight.numel() * m.weight.element_size() for m in routed_linears(model) if packed_copy(m) is None)
 
 
 def pack_linears(model: Any) -> int:
     """Keep a packed copy of every routed linear's weight (see the module's docstring); returns how many
     were packed now. Packing is shared by every backend on the same loaded model, like the routing."""
-    n = 0
-    for mod in routed_linears(model):
-        if getattr(mod, PACKED_ATTR, None) is None:
-            object.__setattr__(mod, PACKED_ATTR, pack(mod.weight))  # not a parameter or buffer: state_dict is unchanged
-            n += 1
-    return n
+    return sum(pack_module(mod) for mod in routed_linears(model))
 
 
 def available_memory() -> int | None:
