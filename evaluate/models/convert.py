@@ -4,7 +4,6 @@ de-quantizes every tensor (15-55 s), the converted copy reloads in about half a 
 from __future__ import annotations
 
 
-import contextlib
 import json
 import os
 import shutil
@@ -16,10 +15,11 @@ from typing import Any
 from ..core.errors import InputError
 
 from .catalogue import ResolvedModel
+from . import gguf_fast
 from .checksums import _sweep_stale, cache_dir
 
 CONVERTED_DTYPE = "bfloat16"  # storage dtype of converted GGUFs; fp32 loads upcast it
-_CONVERT_LOCK = threading.Lock()  # the shared-reader patch is process-wide
+_CONVERT_LOCK = threading.Lock()  # gguf_fast's patch of the gguf module is process-wide
 
 
 # --------------------------------------------------------------------------- converting and loading
@@ -44,38 +44,8 @@ def ensure_converted(resolved: ResolvedModel) -> Path:
     return target
 
 
-@contextlib.contextmanager
-def _one_gguf_reader() -> Any:
-    """While active, `gguf.GGUFReader(path)` returns one shared reader per path.
-
-    transformers parses the GGUF's header anew for the tokenizer, the config and the weights;
-    for Qwen2.5-1.5B (151k-token vocabulary) each parse is ~19 s of pure Python, so sharing one
-    saves ~40 s of the first-run conversion. transformers imports the class from the module at
-    call time, so replacing the module attribute is enough; it is restored on exit."""
-    try:
-        import gguf
-    except ImportError:  # transformers will raise its own clear error
-        yield
-        return
-    original = gguf.GGUFReader
-    readers: dict[tuple[str, str], Any] = {}
-
-    def shared(path: Any, mode: str = "r") -> Any:
-        key = (os.fspath(path), mode)
-        if key not in readers:
-            readers[key] = original(path, mode)
-        return readers[key]
-
-    gguf.GGUFReader = shared  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        gguf.GGUFReader = original  # type: ignore[assignment]
-        readers.clear()
-
-
 def _convert_gguf(resolved: ResolvedModel, target: Path) -> None:
-    with _CONVERT_LOCK, _one_gguf_reader():
+    with _CONVERT_LOCK, gguf_fast.patched():
         _convert_gguf_unlocked(resolved, target)
 
 
