@@ -1,5 +1,6 @@
 """A GGUF converted once into a bf16 safetensors folder in the cache dir: loading a GGUF
-de-quantizes every tensor (15-55 s), the converted copy reloads in about half a second."""
+de-quantizes every tensor (Qwen-1.5B: ~110 s with gguf's own code, ~40 s with gguf_fast's), the
+converted copy reloads in about half a second."""
 
 from __future__ import annotations
 
