@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from local_batched import cpu_model  # noqa: E402  (bench/ is on the path when run as a script)
 
 CHILD = r"""
 import sys, time
@@ -35,16 +36,6 @@ t = time.perf_counter()
 folder = convert.ensure_converted(resolved)
 print("SECONDS", time.perf_counter() - t, folder)
 """
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def convert_once(model: str, plain: bool, gguf_path: Path, work: Path) -> tuple[float, Path]:
@@ -96,7 +87,7 @@ def main() -> None:
     except (InputError, KeyError) as e:
         sys.exit(f"{args.model}: {e}")
     print(f"model {args.model} ({resolved.path.name}, {resolved.path.stat().st_size / 1e9:.2f} GB); "
-          f"{cpu_name()}, {os.cpu_count()} cores; {args.rounds} round(s), arms alternating")
+          f"{cpu_model()}, {os.cpu_count()} cores; {args.rounds} round(s), arms alternating")
     times: dict[str, list[float]] = {"plain": [], "fast": []}
     (ROOT / ".cache").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="gguf-bench-", dir=ROOT / ".cache") as work:
