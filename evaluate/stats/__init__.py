@@ -6,6 +6,7 @@
 - ``family``: the multiple-comparison family of one pair of models and verdicts read off their intervals.
 - ``scales``: the (low, high) scale of a score from its signature.
 - ``bradley_terry``: the Bradley-Terry ranking of several models from their battles.
+- ``agreement``: Cohen's and Fleiss' kappa, Krippendorff's alpha, pairwise correlation, effective raters.
 - ``battle``: battle verdicts controlled for length and style (LC win rate, style-controlled
   Bradley-Terry) and the judge's biases (position, order flips, length).
 
