@@ -326,6 +326,9 @@ def _run_lines(manifest: dict[str, Any] | None, width: int) -> list[str]:
         lines += _wrap(f"judge: {tot['requests']:,} requests, {tot['cache_hits']:,} cache hits{hits}, "
                        f"{tot['failures']:,} failed; {tot['prompt_tokens'] + tot['completion_tokens']:,} tokens"
                        + (f", ${sum(costs):.4f}" if costs else ", cost unknown (no judge.price)"), width)
+    notes = (manifest.get("plan") or {}).get("notes") or []  # what the judge was shown, what rules decided
+    for note in notes:
+        lines += _wrap(note, width, "    ")
     for c in manifest.get("judge_cache") or []:
         asked = c["hits"] + c["misses"]
         lines.append(f"judge cache: {c['path']}")  # a path is never cut
