@@ -241,7 +241,7 @@ class GPTFamily(Family):
         elif use is False:  # said even then: the records may have references the judge never sees
             from ..judges.references import decide
 
-            lines += decide(False, gpt, ctx.records, lambda c, m: False).lines(wants_battle(ctx))
+            lines += decide(False, gpt, ctx.records).lines(wants_battle(ctx))
         counts = []
         for cat, names in gpt.items():
             rules = ctx.cfg.cascade.get(cat) or {}

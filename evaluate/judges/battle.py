@@ -14,8 +14,8 @@ How an item is decided
 ----------------------
 Answers are matched by record id; the questions must agree. ``with_reference``: true, false,
 ``"auto"`` or a run-wide ``ReferenceUse`` (`evaluate.judges.references`: ``"auto"`` shows it in a
-category where every record has a reference). Where the judge is shown the reference, the
-target answer (from model A's records; B's must agree when it has one) is added after the
+category where a rating of the run is shown it; nowhere without a run). Where the judge is shown
+the reference, the target answer (from model A's records; B's must agree when it has one) is added after the
 question, before both answers, so it favours neither position: the prompt file's
 ``reference_template`` if it has one, else a block of this module's wording (en / cn). The battle prompt (ColossalAI's
 format) asks for two scores (1-10) on the first line. With ``both_orders`` each item is judged
@@ -392,12 +392,13 @@ class BattleJudge:
                 "win_rate": "ties count half; 95% Wilson interval"}
 
     def reference_use(self, matched: list[list[tuple[Record, Record]]]) -> ReferenceUse:
-        """Which categories' battles the judge is shown the reference in; "auto" without a run-wide
-        decision: the categories where every record (both sides) has one."""
+        """Which categories' battles the judge is shown the reference in. "auto" without a run-wide
+        decision (meta-eval, the judge check: no ratings to follow) shows it nowhere: a run's battle
+        gets it where a rating of its category does."""
         if self._use is not None:
             return self._use
         records = [r for items in matched for pair in items for r in pair]
-        return decide(self.with_reference, {r.category: ["battle"] for r in records}, records, lambda c, m: True)
+        return decide(self.with_reference, {r.category: [] for r in records}, records)
 
     def _shows(self, record: Record) -> bool:
         use = self._call_use or self.reference_use([[(record, record)]])

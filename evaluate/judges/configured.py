@@ -50,8 +50,7 @@ def reference_use(ctx: Any):
     if key not in ctx.memo:
         prompts = eval_prompts(ctx)
         metrics = {cat: list(entry["GPT"]) for cat, entry in cfg.categories.items() if entry.get("GPT")}
-        ctx.memo[key] = decide(setting, metrics, ctx.records, lambda c, m: prompts.entry_for(c).uses_reference(m),
-                               lambda c: prompts.entry_for(c).category)
+        ctx.memo[key] = decide(setting, metrics, ctx.records, lambda c, m: prompts.entry_for(c).why_no_reference(m))
     return ctx.memo[key]
 
 

@@ -16,8 +16,8 @@ keys; each a metric of ``metrics``). ``gpt_with_reference: auto`` shows the refe
 metrics only (`evaluate.judges.references`); a metric rated with a reference uses these texts in
 place of its plain ones, so the judge is never told to check "the passage given in the question"
 when it is shown a reference answer instead. An entry without the keys (ColossalAI's files) marks
-none: ``auto`` then treats every metric as able to use a reference, as ColossalAI's
-``--gpt_with_reference`` does.
+none: ``auto`` then shows no reference, as ColossalAI does by default, and the plan says so
+(``gpt_with_reference: true`` shows it to every metric, as ColossalAI's ``--gpt_with_reference``).
 
 *Battle prompt*: ``{"system_prompt": text, "prompt_template": template, "prompt": text,
 ["reference_template": block]}`` with placeholders ``{question} {answer_1} {answer_2} {prompt}``;
@@ -143,16 +143,21 @@ class PromptEntry:
     fallback: bool = False
     conversation_prompt: str | None = None
     conversation_reference_prompt: str | None = None
-    reference_metrics: Mapping[str, str] | None = None  # None: the file says nothing (every metric may use one)
+    reference_metrics: Mapping[str, str] | None = None  # None: the file marks no metric (ColossalAI's files)
     reference_cot: Mapping[str, str] | None = None
 
     def has_metric(self, metric: str) -> bool:
         return metric in self.metrics and metric in self.cot
 
-    def uses_reference(self, metric: str) -> bool:
-        """Whether a reference answer helps the judge with `metric` (the entry's `reference_metrics`;
-        an entry without that key says nothing, so every metric may use one)."""
-        return self.reference_metrics is None or metric in self.reference_metrics
+    def why_no_reference(self, metric: str) -> str | None:
+        """None when the entry marks `metric` as using a reference answer (its `reference_metrics`),
+        else why not, in the words the plan shows."""
+        if self.reference_metrics is None:
+            return (f'the prompt file\'s "{self.category}" entry has no reference_metrics (gpt_with_reference: true '
+                    "shows it anyway)")
+        if metric not in self.reference_metrics:
+            return f'not in the reference_metrics of the prompt file\'s "{self.category}" entry'
+        return None
 
     def texts(self, metric: str, with_reference: bool) -> tuple[str, str]:
         """(definition, steps) of `metric`: the reference wording where the judge is shown a

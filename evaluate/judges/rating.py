@@ -196,8 +196,7 @@ class RatingJudge:
             have = metrics.setdefault(record.category, [])
             have.extend(m for m in ms if m not in have)
         return decide(self.with_reference, metrics, records,
-                      lambda c, m: self.prompts.entry_for(c).uses_reference(m),
-                      lambda c: self.prompts.entry_for(c).category)
+                      lambda c, m: self.prompts.entry_for(c).why_no_reference(m))
 
     def _shows(self, record: Record, metric: str) -> bool:
         use = self._call_use or self.reference_use([record], [[metric]])

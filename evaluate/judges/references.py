@@ -9,9 +9,9 @@ Settings (`gpt_with_reference` in the config, `--gpt_with_reference` sets true):
 
 - ``auto`` (the default): per category and metric, the judge is shown the reference when every
   judged record of the category has one (every turn, for a conversation) and the prompt file's
-  entry marks the metric as using one (`reference_metrics`; an entry without that key, such as
-  ColossalAI's, marks none and every metric may use one). A category's battles are shown it when
-  any of its rated metrics is.
+  entry marks the metric as using one (`reference_metrics`: the project's prompts mark
+  `correctness` where a reference settles it; an entry without that key, such as ColossalAI's,
+  marks none). A category's battles are shown it when any of its rated metrics is.
 - ``true``: every rating and battle of every category (ColossalAI's setting); a judged record
   without a reference is refused before any call.
 - ``false``: never.
@@ -115,12 +115,10 @@ def _join(xs: Sequence[str]) -> str:
 
 
 def decide(setting: bool | str, metrics: Mapping[str, Sequence[str]], records: Iterable[Record],
-           uses_reference: Callable[[str, str], bool], entry_name: Callable[[str], str] = lambda c: c
-           ) -> ReferenceUse:
+           why_not: Callable[[str, str], str | None] = lambda c, m: None) -> ReferenceUse:
     """The decision for `metrics` (category -> GPT metrics) over `records` (every model's: a record id
-    has a reference when every model's record of it has one). `uses_reference(category, metric)`: the
-    prompt file's entry marks the metric as using one; `entry_name(category)`: the entry that stands
-    for the category (for the reason shown)."""
+    has a reference when every model's record of it has one). `why_not(category, metric)`: None when
+    the prompt file's entry marks the metric as using a reference, else why not (shown in the plan)."""
     have: dict[str, dict[str, bool]] = {}
     for r in records:
         if r.category in metrics:
@@ -140,8 +138,8 @@ def decide(setting: bool | str, metrics: Mapping[str, Sequence[str]], records: I
                 shown.append(m)
             elif whole:
                 hidden[m] = whole
-            elif not uses_reference(cat, m):
-                hidden[m] = f'not in the reference_metrics of the prompt file\'s "{entry_name(cat)}" entry'
+            elif (why := why_not(cat, m)) is not None:
+                hidden[m] = why
             else:
                 shown.append(m)
         battle = setting is True or (setting == "auto" and bool(shown))

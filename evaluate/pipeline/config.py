@@ -277,8 +277,7 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
                 fams[fam] = good
             cfg.categories[str(cat)] = fams
             if entry.get("cascade") is not None:
-                rules, problems = check_cascade(entry["cascade"], fams.get("GPT", []), f"{where}.cascade",
-                                                raw.get("language", "en"))
+                rules, problems = check_cascade(entry["cascade"], fams.get("GPT", []), f"{where}.cascade")
                 chk.problems.extend(problems)
                 if rules:
                     cfg.cascade[str(cat)] = rules
