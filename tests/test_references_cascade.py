@@ -124,6 +124,21 @@ def test_readme_config_shows_the_reference_to_the_judge_and_says_so(tmp_path, fa
     assert res["signatures"]["GPT/correctness"]["reference_shown_in"] == ["closed_qa", "open_qa"]
     assert res["signatures"]["GPT/relevance"]["reference_shown_in"] == []
     assert res["signatures"]["GPT/correctness"]["with_reference"] == "auto"
+    battle = json.loads((tmp_path / "out" / "battles" / "base__vs__cand.json").read_text())
+    assert battle["signature"]["reference_shown_in"] == ["closed_qa", "open_qa"]
+
+
+def test_gpt_with_reference_true_shows_every_metric_and_says_so(tmp_path, fake_openai, capsys):
+    fake_openai.reply_fn = replies
+    cfg = write_run(tmp_path, fake_openai, gpt_with_reference=True)
+    assert main(["--config", str(cfg), "--dry-run"]) == 0
+    plan = capsys.readouterr().out
+    assert "references (gpt_with_reference: true):" in plan
+    assert "brainstorming: 1 records have a reference; the judge is shown it for GPT/relevance and the battle" in plan
+    assert main(["--config", str(cfg), "--no-charts", "--only", "GPT"]) == 0
+    capsys.readouterr()
+    relevance = rating_requests(fake_openai, "names for a bakery", "Relevance")
+    assert len(relevance) == 2 and all("The Rising Loaf" in t for t in relevance)
 
 
 def test_gpt_with_reference_false_says_in_the_plan_and_closing_lines_that_it_is_not_sent(tmp_path, fake_openai,

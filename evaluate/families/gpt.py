@@ -236,12 +236,11 @@ class GPTFamily(Family):
         gpt = {c: f["GPT"] for c, f in categories.items() if f.get("GPT")}
         lines = []
         use = reference_use(ctx)
-        if isinstance(use, ReferenceUse):
-            lines += use.lines(wants_battle(ctx))
-        elif use is False:  # said even then: the records may have references the judge never sees
+        if not isinstance(use, ReferenceUse):  # true or false: said per category all the same
             from ..judges.references import decide
 
-            lines += decide(False, gpt, ctx.records).lines(wants_battle(ctx))
+            use = decide(use, gpt, ctx.records)
+        lines += use.lines(wants_battle(ctx))
         counts = []
         for cat, names in gpt.items():
             rules = ctx.cfg.cascade.get(cat) or {}
@@ -279,7 +278,8 @@ class GPTFamily(Family):
         signatures = {n: {**sig, "metric": n, **self._signature_extras(ctx, n)} for n in names}
         for key in sorted({k for it in items for k in (*it.scores, *it.invalid) if TURN_MARK in k}):
             metric, _, turn = key.rpartition(TURN_MARK)
-            signatures[key] = {**sig, "metric": metric, "turn": int(turn), "conversation": PER_TURN}
+            signatures[key] = {**sig, "metric": metric, "turn": int(turn), "conversation": PER_TURN,
+                               **self._signature_extras(ctx, metric)}
         return FamilyOutput(items=items, signatures=signatures)
 
     def _signature_extras(self, ctx: Context, metric: str) -> dict[str, Any]:

@@ -381,6 +381,9 @@ class BattleJudge:
         self.allow_unmatched = allow_unmatched
 
     def signature(self) -> dict[str, Any]:
+        use = self._call_use or self._use
+        shown = {"reference_shown_in": use.battled_with()} if isinstance(use, ReferenceUse) and use.setting == "auto" \
+            else {}
         return {"evaluator": "battle", "judge": self.backend.signature(), "prompt_file": str(self.prompt.path),
                 "prompt_sha256": self.prompt.sha256, "mode": "generate", "both_orders": self.both_orders,
                 "scale": list(SCALE), "max_tokens": self.max_tokens, "explain": self.explain,
@@ -389,7 +392,7 @@ class BattleJudge:
                 "verdict_rule": "disagreeing orders -> tie (inconsistent); an invalid order -> invalid item",
                 "weighted_verdict_rule": "sign of the mean over orders of the expected-score difference A - B "
                                          "(top log-probs at the two number positions); needs every order valid",
-                "win_rate": "ties count half; 95% Wilson interval"}
+                "win_rate": "ties count half; 95% Wilson interval", **shown}
 
     def reference_use(self, matched: list[list[tuple[Record, Record]]]) -> ReferenceUse:
         """Which categories' battles the judge is shown the reference in. "auto" without a run-wide
