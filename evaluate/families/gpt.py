@@ -89,7 +89,7 @@ def check_cascade(block: Any, gpt_names: list[str], where: str) -> tuple[dict[st
         if canon is None or canon not in known:
             what = "a rule check" if isinstance(rule, str) else "a rule check name"
             got = f'"{rule}"' if isinstance(rule, str) else f"{type(rule).__name__} {rule!r}"
-            hint = (suggest(rule, known) if isinstance(rule, str) else "") or ""
+            hint = suggest(rule, known) if isinstance(rule, str) else ""
             problems.append(f"{at}: expected {what} (pass/fail), got {got}{hint} (rule checks: {', '.join(known)})")
             continue
         rules[str(metric)] = canon
