@@ -234,14 +234,14 @@ class GPTFamily(Family):
         """Where the judge is shown the references and where not (and why); what each cascade decides
         and the calls it saves, per category and metric (summed over the models, named per model)."""
         gpt = {c: f["GPT"] for c, f in categories.items() if f.get("GPT")}
-        lines = []
+        lines: list[dict[str, Any]] = []
         use = reference_use(ctx)
         if not isinstance(use, ReferenceUse):  # true or false: said per category all the same
             from ..judges.references import decide
 
             use = decide(use, gpt, ctx.records)
         lines += use.lines(wants_battle(ctx))
-        counts = []
+        counts: list[dict[str, Any]] = []
         for cat, names in gpt.items():
             rules = ctx.cfg.cascade.get(cat) or {}
             per_metric: dict[str, dict[str, tuple[int, int]]] = {}
@@ -250,11 +250,13 @@ class GPTFamily(Family):
                 split = cascade_split(ctx, cat, names, recs) if recs else None
                 for m in split.rules if split is not None else ():
                     per_metric.setdefault(m, {})[s.name] = (len(recs), split.decided(m))
-            counts += [cascade.count_line(cat, m, rules[m], by_model) for m, by_model in per_metric.items()]
+            counts += [{"text": "  " + cascade.count_line(cat, m, rules[m], by_model), "scores": [f"GPT/{m}"]}
+                       for m, by_model in per_metric.items()]
         if counts:
-            lines += ["cascade (rules before the judge):"] + [f"  {c}" for c in counts]
+            keys = sorted({k for c in counts for k in c["scores"]})
+            lines += [{"text": "cascade (rules before the judge):", "scores": keys}, *counts]
             if wants_battle(ctx):
-                lines.append(f"  {cascade.BATTLE}")
+                lines.append({"text": f"  {cascade.BATTLE}", "scores": keys})
         return lines
 
     def plan_run(self, ctx, categories):

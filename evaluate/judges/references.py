@@ -26,7 +26,7 @@ judge saw the reference (`with_reference`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..core.records import Record
 
@@ -84,10 +84,11 @@ class ReferenceUse:
     def battled_with(self) -> list[str]:
         return sorted(c for c, d in self.categories.items() if d.battle)
 
-    def lines(self, battles: bool) -> list[str]:
+    def lines(self, battles: bool) -> list[dict[str, Any]]:
         """What the plan and the closing lines say: per category whose records have a reference, where
-        the judge is shown it and where it is judged WITHOUT it (and why)."""
-        out = []
+        the judge is shown it and where it is judged WITHOUT it (and why). Each line is a note
+        `{"text", "scores"}`: the score keys it is about, so the closing lines show it beside them."""
+        out: list[dict[str, Any]] = []
         for cat, d in self.categories.items():
             if not d.with_reference:
                 continue
@@ -104,9 +105,10 @@ class ReferenceUse:
                 reasons.setdefault(d.battle_why, []).append("the battle")
             for why, what in reasons.items():
                 parts.append(f"{_join(what)} {'is' if len(what) == 1 else 'are'} judged WITHOUT it ({why})")
-            out.append(f"  {head}; " + "; ".join(parts))
+            out.append({"text": f"  {head}; " + "; ".join(parts), "scores": [f"GPT/{m}" for m in (*d.shown, *d.hidden)]})
         if out:
-            out.insert(0, f"references (gpt_with_reference: {setting_text(self.setting)}):")
+            out.insert(0, {"text": f"references (gpt_with_reference: {setting_text(self.setting)}):",
+                           "scores": sorted({k for n in out for k in n["scores"]})})
         return out
 
 

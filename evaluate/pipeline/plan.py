@@ -24,7 +24,7 @@ class Plan:
     skipped: dict[str, int]  # category without a config entry -> records (per model)
     work: dict[str, dict[str, int]] = field(default_factory=dict)  # family -> {"scores": n, "judge_calls": n}
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # family -> its resolved options
-    notes: list[str] = field(default_factory=list)  # the families' plan_notes (references, cascade counts)
+    notes: list[dict[str, Any]] = field(default_factory=list)  # the families' plan_notes: {"text", "scores"}
 
     def to_dict(self) -> dict[str, Any]:
         return {"families": self.families, "categories": self.categories, "items": self.items,
@@ -46,7 +46,7 @@ class Plan:
                          + ", ".join(f"{c} ({n} records)" for c, n in self.skipped.items()))
         for fam, work in self.work.items():
             lines.append(f"work {fam}: " + ", ".join(f"{k}={v}" for k, v in work.items()))
-        lines.extend(self.notes)
+        lines.extend(n["text"] for n in self.notes)
         for fam, opts in self.options.items():
             lines.append(f"options {fam}: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}"
                                                         for k, v in opts.items()))
@@ -150,7 +150,7 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
         options["judge"] = scrubbed_judge(cfg.judge)
     if "Metrics" in fam_objs and cfg.metric_options:
         options["metric_options"] = cfg.metric_options
-    notes = [line for fam, obj in fam_objs.items() for line in obj.plan_notes(contexts[fam], categories)]
+    notes = [note for fam, obj in fam_objs.items() for note in obj.plan_notes(contexts[fam], categories)]
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
                 skipped=skipped, work=work, options=options, notes=notes)
     return plan, fam_objs
