@@ -22,7 +22,11 @@ The hooks, in the order the runner calls them:
 - `validate(ctx, category, names, where, used)`: problems with the names a category lists;
   `used` says whether any answer record has this category (file checks only matter then).
 - `validate_run(ctx, categories)`: problems that involve the whole run (all models).
-- `plan(ctx, category, names, n_items)` / `plan_run(ctx, categories)`: the work, for --dry-run.
+- `plan(ctx, category, names, n_items)` / `plan_run(ctx, categories)`: the work, for --dry-run
+  (`plan` gets the model's context: `ctx.model` names the model whose `n_items` these are).
+- `plan_notes(ctx, categories)`: lines the plan prints and the closing lines repeat (what the
+  judge is shown, what a rule decides before it), each `{"text", "scores"}`: the line and the score
+  keys it is about (the closing lines show it when they show one of those scores).
 - `score(ctx, category, names, records)`: one model's records of one category.
 - `score_run(ctx, categories)`: run-wide work after every model was scored (battles); returns
   the files it wrote.
@@ -126,6 +130,9 @@ class Family:
 
     def plan_run(self, ctx: Context, categories: dict[str, dict[str, list[str]]]) -> dict[str, int]:
         return {}
+
+    def plan_notes(self, ctx: Context, categories: dict[str, dict[str, list[str]]]) -> list[dict[str, Any]]:
+        return []
 
     def score(self, ctx: Context, category: str, names: list[str], records: Sequence[Record]) -> FamilyOutput:
         raise NotImplementedError

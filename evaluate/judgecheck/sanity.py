@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from typing import Any, Callable, Sequence
 
@@ -89,7 +90,9 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
     if not cats:
         raise InputError(f"{cfg.source}: no category of the answer files lists GPT metrics (category.<name>.GPT); "
                          "the label-free check judges what the run's judge judges")
-    use_reference = not cfg.gpt_with_reference
+    use_reference = cfg.gpt_with_reference is not True
+    if cfg.gpt_with_reference == "auto":  # the references are the intact texts here: the judge is not shown them
+        cfg = dataclasses.replace(cfg, gpt_with_reference=False)
     pairs, skipped = sanity_pairs(sets, cats, limit=limit, seed=seed, language=cfg.language,
                                   use_reference=use_reference)
     if not pairs:

@@ -12,8 +12,10 @@ Rank more than two models with ``evaluate.stats.bradley_terry.rank(results)``.
 
 How an item is decided
 ----------------------
-Answers are matched by record id; the questions must agree. With ``with_reference`` the
-target answer (from model A's records; B's must agree when it has one) is added after the
+Answers are matched by record id; the questions must agree. ``with_reference``: true, false,
+``"auto"`` or a run-wide ``ReferenceUse`` (`evaluate.judges.references`: ``"auto"`` shows it in a
+category where a rating of the run is shown it; nowhere without a run). Where the judge is shown
+the reference, the target answer (from model A's records; B's must agree when it has one) is added after the
 question, before both answers, so it favours neither position: the prompt file's
 ``reference_template`` if it has one, else a block of this module's wording (en / cn). The battle prompt (ColossalAI's
 format) asks for two scores (1-10) on the first line. With ``both_orders`` each item is judged
@@ -69,6 +71,7 @@ from ..stats.intervals import wilson_interval
 from .dispatch import complete_all
 from .parsing import parse_pair, weighted_pair
 from .prompts import BattlePrompt, fill, render_history
+from .references import ReferenceUse, decide
 from .rating import references_text, turns_without_reference
 
 SCALE = (1, 10)
@@ -362,10 +365,13 @@ class BattleJudge:
 
     def __init__(self, backend: Backend, prompt: BattlePrompt, *, both_orders: bool = True,
                  max_tokens: int = 512, explain: bool = True, allow_unmatched: bool = False,
-                 with_reference: bool = False, language: str = "en"):
+                 with_reference: bool | str | ReferenceUse = False, language: str = "en"):
         if language not in REFERENCE_BLOCK:
             raise InputError(f'battle: unknown language "{language}" (expected one of {", ".join(REFERENCE_BLOCK)})')
         self.with_reference = with_reference
+        self._use: ReferenceUse | None = with_reference if isinstance(with_reference, ReferenceUse) else \
+            ReferenceUse(setting=with_reference) if isinstance(with_reference, bool) else None
+        self._call_use: ReferenceUse | None = None
         self.language = language
         self.backend = backend
         self.prompt = prompt
@@ -375,17 +381,34 @@ class BattleJudge:
         self.allow_unmatched = allow_unmatched
 
     def signature(self) -> dict[str, Any]:
+        use = self._call_use or self._use
+        shown = {"reference_shown_in": use.battled_with()} if isinstance(use, ReferenceUse) and use.setting == "auto" \
+            else {}
         return {"evaluator": "battle", "judge": self.backend.signature(), "prompt_file": str(self.prompt.path),
                 "prompt_sha256": self.prompt.sha256, "mode": "generate", "both_orders": self.both_orders,
                 "scale": list(SCALE), "max_tokens": self.max_tokens, "explain": self.explain,
-                "with_reference": self.with_reference, "language": self.language,
+                "with_reference": self._use.setting if self._use is not None else self.with_reference,
+                "language": self.language,
                 "verdict_rule": "disagreeing orders -> tie (inconsistent); an invalid order -> invalid item",
                 "weighted_verdict_rule": "sign of the mean over orders of the expected-score difference A - B "
                                          "(top log-probs at the two number positions); needs every order valid",
-                "win_rate": "ties count half; 95% Wilson interval"}
+                "win_rate": "ties count half; 95% Wilson interval", **shown}
+
+    def reference_use(self, matched: list[list[tuple[Record, Record]]]) -> ReferenceUse:
+        """Which categories' battles the judge is shown the reference in. "auto" without a run-wide
+        decision (meta-eval, the judge check: no ratings to follow) shows it nowhere: a run's battle
+        gets it where a rating of its category does."""
+        if self._use is not None:
+            return self._use
+        records = [r for items in matched for pair in items for r in pair]
+        return decide(self.with_reference, {r.category: [] for r in records}, records)
+
+    def _shows(self, record: Record) -> bool:
+        use = self._call_use or self.reference_use([[(record, record)]])
+        return use.battle(record.category)
 
     def _question(self, ra: Record, rb: Record) -> str:
-        if not self.with_reference:
+        if not self._shows(ra):
             return ra.question
         targets = ra.targets or rb.targets
         reference = targets[0] if len(targets) == 1 else "\n\n".join(f"[{i}] {t}" for i, t in enumerate(targets, 1))
@@ -395,7 +418,7 @@ class BattleJudge:
     def _turn_question(self, ra: Record, rb: Record, k: int) -> str:
         """Turn k's user message, with that turn's reference after it when judging with one."""
         question = ra.turns[k - 1].user
-        if not self.with_reference:
+        if not self._shows(ra):
             return question
         reference = references_text(ra.turns[k - 1].references or rb.turns[k - 1].references)
         block = fill(self.prompt.reference_template or REFERENCE_BLOCK[self.language], reference=reference)
@@ -414,12 +437,14 @@ class BattleJudge:
                             f"conversations (record {r.id}: {len(r.turns)} turns); add one with {{conversation_1}} "
                             "{conversation_2} {question} {answer_1} {answer_2} {prompt} (see prompts/README.md), "
                             "or use the project's prompts/")
-        if self.with_reference:
-            problems.extend(turns_without_reference(list({r.id: r for r in convs}.values()), "battle with reference"))
+        shown = [r for r in convs if self._shows(r)]
+        if shown:
+            problems.extend(turns_without_reference(list({r.id: r for r in shown}.values()), "battle with reference"))
         if problems:
             raise InputError("\n".join(problems))
 
     def _check_references(self, pairs: Sequence[tuple[str, str]], matched: list[list[tuple[Record, Record]]]) -> None:
+        matched = [[(ra, rb) for ra, rb in items if self._shows(ra)] for items in matched]
         lacking = sorted({ra.id for items in matched for ra, rb in items
                           if not ra.turns and not any(t.strip() for t in (ra.targets or rb.targets))})
         if lacking:
@@ -469,9 +494,16 @@ class BattleJudge:
             if a == b:
                 raise InputError(f'battle: model "{a}" cannot battle itself')
         matched = [_match(answers[a], answers[b], a, b, self.allow_unmatched) for a, b in pairs]
+        self._call_use = self.reference_use(matched)
+        try:
+            return self._run(pairs, matched, progress)
+        finally:
+            self._call_use = None
+
+    def _run(self, pairs: list[tuple[str, str]], matched: list[list[tuple[Record, Record]]],
+             progress: ProgressFn | None) -> list[BattleResult]:
         self._check_conversations(matched)
-        if self.with_reference:
-            self._check_references(pairs, matched)
+        self._check_references(pairs, matched)
         orders = ("AB", "BA") if self.both_orders else ("AB",)
         requests: list[JudgeRequest] = []
         for items in matched:

@@ -9,7 +9,15 @@ The template's placeholders are ``{question} {answer} {metric} {steps}``; a
 ``reference_prompt`` may also use ``{reference}`` (alias ``{target}``). For conversations an entry
 may add ``conversation_prompt`` (``{conversation}``: the setup and the earlier turns, rendered by
 ``render_history``; ``{question}``: the user's last message; ``{answer}``: the reply rated) and
-``conversation_reference_prompt`` (the same plus ``{reference}``).
+``conversation_reference_prompt`` (the same plus ``{reference}``). An entry may also say which
+of its metrics a reference helps, with their wording for a judge that is shown one:
+``"reference_metrics": {metric: definition}`` and ``"reference_CoT": {metric: steps}`` (the same
+keys; each a metric of ``metrics``). ``gpt_with_reference: auto`` shows the reference to those
+metrics only (`evaluate.judges.references`); a metric rated with a reference uses these texts in
+place of its plain ones, so the judge is never told to check "the passage given in the question"
+when it is shown a reference answer instead. An entry without the keys (ColossalAI's files) marks
+none: ``auto`` then shows no reference, as ColossalAI does by default, and the plan says so
+(``gpt_with_reference: true`` shows it to every metric, as ColossalAI's ``--gpt_with_reference``).
 
 *Battle prompt*: ``{"system_prompt": text, "prompt_template": template, "prompt": text,
 ["reference_template": block]}`` with placeholders ``{question} {answer_1} {answer_2} {prompt}``;
@@ -135,9 +143,28 @@ class PromptEntry:
     fallback: bool = False
     conversation_prompt: str | None = None
     conversation_reference_prompt: str | None = None
+    reference_metrics: Mapping[str, str] | None = None  # None: the file marks no metric (ColossalAI's files)
+    reference_cot: Mapping[str, str] | None = None
 
     def has_metric(self, metric: str) -> bool:
         return metric in self.metrics and metric in self.cot
+
+    def why_no_reference(self, metric: str) -> str | None:
+        """None when the entry marks `metric` as using a reference answer (its `reference_metrics`),
+        else why not, in the words the plan shows."""
+        if self.reference_metrics is None:
+            return (f'the prompt file\'s "{self.category}" entry has no reference_metrics (gpt_with_reference: true '
+                    "shows it anyway)")
+        if metric not in self.reference_metrics:
+            return f'not in the reference_metrics of the prompt file\'s "{self.category}" entry'
+        return None
+
+    def texts(self, metric: str, with_reference: bool) -> tuple[str, str]:
+        """(definition, steps) of `metric`: the reference wording where the judge is shown a
+        reference and the entry has one, else the plain wording."""
+        if with_reference and self.reference_metrics and metric in self.reference_metrics:
+            return self.reference_metrics[metric], (self.reference_cot or {})[metric]
+        return self.metrics[metric], self.cot[metric]
 
 
 @dataclass
@@ -167,7 +194,8 @@ class EvaluationPrompts:
                            prompt=general.prompt, reference_prompt=general.reference_prompt,
                            system_prompt=general.system_prompt, requested=category, fallback=True,
                            conversation_prompt=general.conversation_prompt,
-                           conversation_reference_prompt=general.conversation_reference_prompt)
+                           conversation_reference_prompt=general.conversation_reference_prompt,
+                           reference_metrics=general.reference_metrics, reference_cot=general.reference_cot)
 
     def metric_definition(self, category: str, metric: str) -> str:
         entry = self.entry_for(category)
@@ -261,11 +289,37 @@ def load_evaluation_prompts(path: str | Path) -> EvaluationPrompts:
             if not placeholders(conv_ref) & {"reference", "target"}:
                 raise InputError(f"{path}: {_keypath(category, 'conversation_reference_prompt')}: template lacks"
                                  " {reference} (or {target})")
+        ref_metrics, ref_cot = _reference_texts(path, category, raw, metrics)
         out.entries[category] = PromptEntry(category=category, metrics=metrics, cot=cot, prompt=prompt,
                                             reference_prompt=ref, system_prompt=system or None,
                                             requested=category, conversation_prompt=conv,
-                                            conversation_reference_prompt=conv_ref)
+                                            conversation_reference_prompt=conv_ref,
+                                            reference_metrics=ref_metrics, reference_cot=ref_cot)
     return out
+
+
+def _reference_texts(path: Path, category: str, raw: dict[str, Any], metrics: Mapping[str, str]
+                     ) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """`reference_metrics` and `reference_CoT` of an entry: both or neither, with the same keys, each
+    a metric the entry defines (a misspelt key is named with the closest metric)."""
+    has_m, has_c = "reference_metrics" in raw, "reference_CoT" in raw
+    if not has_m and not has_c:
+        return None, None
+    if has_m != has_c:
+        given, lacking = ("reference_metrics", "reference_CoT") if has_m else ("reference_CoT", "reference_metrics")
+        raise InputError(f'{path}: {_keypath(category)}: "{given}" without "{lacking}"; give both (the definition '
+                         "and the evaluation steps of each metric rated with a reference)")
+    ref_m = _str_map(path, (category, "reference_metrics"), raw["reference_metrics"])
+    ref_c = _str_map(path, (category, "reference_CoT"), raw["reference_CoT"])
+    for key, this, other in (("reference_metrics", ref_m, ref_c), ("reference_CoT", ref_c, ref_m)):
+        for metric in this:
+            if metric not in metrics:
+                raise InputError(f'{path}: {_keypath(category, key, metric)}: the entry defines no metric "{metric}"'
+                                 f'{_closest(metric, list(metrics))} (its metrics: {", ".join(metrics)})')
+            if metric not in other:
+                other_key = "reference_CoT" if key == "reference_metrics" else "reference_metrics"
+                raise InputError(f'{path}: {_keypath(category, key, metric)} has no counterpart in "{other_key}"')
+    return ref_m, ref_c
 
 
 @dataclass(frozen=True)

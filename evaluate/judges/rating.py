@@ -4,7 +4,10 @@ the reference answer.
 Public API
 ----------
 ``rate(backend, prompts, records, metrics, *, mode="auto", with_reference=False, language="en",
-...) -> list[ItemScores]`` — one ItemScores per record, in order:
+...) -> list[ItemScores]``. ``with_reference``: true, false, ``"auto"`` or a run-wide
+``ReferenceUse`` (`evaluate.judges.references`: which category and metric the judge is shown the
+reference for; ``"auto"`` decides it from the records of the call). A metric rated with a reference
+uses the entry's reference wording (`reference_metrics`, `reference_CoT`) where it has one. — one ItemScores per record, in order:
 ``scores {metric: value}``, ``invalid {metric: Invalid}``,
 ``details {metric: {"mode", "raw", "request", "prompt_category", ...}}``.
 
@@ -43,8 +46,9 @@ a short instruction of the reply format (first line: only the score).
 
 ``metrics`` is a list (the same metrics for every record) or a mapping category -> list
 (ColossalAI's config; a category missing from it uses the ``general`` key, else it is an
-error). Missing metrics, missing references (with ``with_reference``) and an unknown mode are
-reported before any judge call.
+error). Missing metrics, missing references (where the judge is to be shown one) and an unknown
+mode are reported before any judge call. ``RatingJudge.rate(..., per_record=...)`` gives each record
+its own metrics (a cascade leaves out those a rule decided: `evaluate.judges.cascade`).
 """
 
 from __future__ import annotations
@@ -61,6 +65,7 @@ from ..core.scores import Invalid, ItemScores
 from .dispatch import _sort_key, complete_all
 from .parsing import metric_labels, parse_rating, score_from_top_logprobs
 from .prompts import EvaluationPrompts, PromptEntry, fill, render_history
+from .references import ReferenceUse, decide
 
 MODES = ("auto", "logprobs", "generate")
 NO_LOGPROBS = ("the judge returned no top log-probabilities (this server sends none: set judge.mode: generate, "
@@ -102,7 +107,8 @@ WHOLE_RULE = "mean of the turns' scores; invalid when any turn is invalid"
 class RatingJudge:
     """Options of a rating run (nothing happens in __init__ but checks); see the module docstring.
 
-    mode: "auto" | "logprobs" | "generate".  with_reference: give the judge the target answer.
+    mode: "auto" | "logprobs" | "generate".  with_reference: give the judge the target answer: true,
+    false, "auto" (decided from the records of each call) or a run-wide ReferenceUse.
     language: "en" | "cn", for the format instruction and the reference block.
     system_prompt: overrides the entry's system prompt.  format_instruction: append the reply-format
     instruction to the system message.  min_mass: least score-token probability in logprobs mode.
@@ -110,7 +116,8 @@ class RatingJudge:
     """
 
     def __init__(self, backend: Backend, prompts: EvaluationPrompts, *, mode: str = "auto",
-                 with_reference: bool = False, language: str = "en", system_prompt: str | None = None,
+                 with_reference: bool | str | ReferenceUse = False, language: str = "en",
+                 system_prompt: str | None = None,
                  format_instruction: bool = True, min_mass: float = 0.05, max_tokens: int = 384,
                  top_logprobs: int = 20, log: Callable[[str], None] | None = None):
         if mode not in MODES:
@@ -128,6 +135,8 @@ class RatingJudge:
         if mode == "auto" and self._judge_key() in _WITHOUT_LOGPROBS:
             self.mode = "generate"
         self.with_reference = with_reference
+        self._use: ReferenceUse | None = with_reference if isinstance(with_reference, ReferenceUse) else \
+            ReferenceUse(setting=with_reference) if isinstance(with_reference, bool) else None
         self.language = language
         self.system_prompt = system_prompt
         self.format_instruction = format_instruction
@@ -146,7 +155,7 @@ class RatingJudge:
             "prompt_sha256": self.prompts.sha256,
             "mode": self.mode,
             "scale": list(SCALE),
-            "with_reference": self.with_reference,
+            "with_reference": self._use.setting if self._use is not None else self.with_reference,
             "language": self.language,
             "format_instruction": self.format_instruction,
             "system_prompt": self.system_prompt,
@@ -178,13 +187,32 @@ class RatingJudge:
         text = "\n\n".join(p for p in parts if p)
         return text or None
 
+    def reference_use(self, records: Sequence[Record], per_record: Sequence[Sequence[str]]) -> ReferenceUse:
+        """Which (category, metric) of these records the judge is shown the reference for."""
+        if self._use is not None:
+            return self._use
+        metrics: dict[str, list[str]] = {}
+        for record, ms in zip(records, per_record):
+            have = metrics.setdefault(record.category, [])
+            have.extend(m for m in ms if m not in have)
+        return decide(self.with_reference, metrics, records,
+                      lambda c, m: self.prompts.entry_for(c).why_no_reference(m))
+
+    def _shows(self, record: Record, metric: str) -> bool:
+        use = self._call_use or self.reference_use([record], [[metric]])
+        return use.rating(record.category, metric)
+
+    _call_use: ReferenceUse | None = None  # the decision of the `rate` call in progress
+
     def build_prompt(self, entry: PromptEntry, record: Record, metric: str, turn: int | None = None) -> str:
         """The user message for one record and metric (for a conversation: for one turn, the last
         by default)."""
         if record.turns:
             return self._conversation_prompt(entry, record, metric, turn or len(record.turns))
-        values = {"question": record.question, "metric": entry.metrics[metric], "steps": entry.cot[metric]}
-        if not self.with_reference:
+        shown = self._shows(record, metric)
+        definition, steps = entry.texts(metric, shown)
+        values = {"question": record.question, "metric": definition, "steps": steps}
+        if not shown:
             return fill(entry.prompt, answer=record.output, **values)
         reference = _references(record)
         if entry.reference_prompt is not None:
@@ -198,9 +226,11 @@ class RatingJudge:
         if entry.conversation_prompt is None:
             raise InputError(_no_conversation_prompt(self.prompts, entry, record))
         turn = record.turns[k - 1]
+        shown = self._shows(record, metric)
+        definition, steps = entry.texts(metric, shown)
         values = {"conversation": render_history(record.instruction, record.turns[:k - 1], self.language),
-                  "question": turn.user, "metric": entry.metrics[metric], "steps": entry.cot[metric]}
-        if not self.with_reference:
+                  "question": turn.user, "metric": definition, "steps": steps}
+        if not shown:
             return fill(entry.conversation_prompt, answer=turn.assistant, **values)
         reference = references_text(turn.references)
         if entry.conversation_reference_prompt is not None:
@@ -230,22 +260,38 @@ class RatingJudge:
             if entry is not None and entry.conversation_prompt is None and (record.category, "") not in seen:
                 seen.add((record.category, ""))
                 problems.append(_no_conversation_prompt(self.prompts, entry, record))
-        if self.with_reference:
-            lacking = [r.id for r, ms in zip(records, per_record) if ms and not r.turns
-                       and not any(t.strip() for t in r.targets)]
-            if lacking:
-                shown = ", ".join(lacking[:10]) + (f" and {len(lacking) - 10} more" if len(lacking) > 10 else "")
-                problems.append(f"rating with reference: record(s) {shown} have no target answer")
-            problems.extend(turns_without_reference([r for r, ms in zip(records, per_record) if ms and r.turns],
-                                                    "rating with reference"))
+        use = self._call_use
+        shown_to = [(r, ms) for r, ms in zip(records, per_record)
+                    if use is not None and any(use.rating(r.category, m) for m in ms)]
+        lacking = [r.id for r, ms in shown_to if not r.turns and not any(t.strip() for t in r.targets)]
+        if lacking:
+            shown = ", ".join(lacking[:10]) + (f" and {len(lacking) - 10} more" if len(lacking) > 10 else "")
+            problems.append(f"rating with reference: record(s) {shown} have no target answer")
+        problems.extend(turns_without_reference([r for r, ms in shown_to if r.turns], "rating with reference"))
         if problems:
             raise InputError("\n".join(problems))
 
     # -- running ----------------------------------------------------------------------------
 
     def rate(self, records: Sequence[Record], metrics: Sequence[str] | Mapping[str, Sequence[str]],
-             progress: ProgressFn | None = None) -> list[ItemScores]:
-        per_record = [self._metrics_for(r.category, metrics) for r in records]
+             progress: ProgressFn | None = None, *, per_record: Sequence[Sequence[str]] | None = None
+             ) -> list[ItemScores]:
+        """One ItemScores per record. `per_record`: each record's own metrics (default: `metrics`
+        for its category); a record with none gets no request and an empty ItemScores."""
+        if per_record is None:
+            per_record = [self._metrics_for(r.category, metrics) for r in records]
+        else:
+            per_record = [list(ms) for ms in per_record]
+            if len(per_record) != len(records):
+                raise ValueError(f"rating: {len(per_record)} metric lists for {len(records)} records")
+        self._call_use = self.reference_use(records, per_record)
+        try:
+            return self._rate(records, per_record, progress)
+        finally:
+            self._call_use = None
+
+    def _rate(self, records: Sequence[Record], per_record: list[list[str]], progress: ProgressFn | None
+              ) -> list[ItemScores]:
         self._check(records, per_record)
         jobs = self._jobs(records, per_record)
         completions = self._complete(records, per_record, jobs, progress)
@@ -374,7 +420,8 @@ def _shown(record: Record, turn: int | None = None) -> tuple[str, ...]:
 
 def rate(backend: Backend, prompts: EvaluationPrompts, records: Sequence[Record],
          metrics: Sequence[str] | Mapping[str, Sequence[str]], *, mode: str = "auto",
-         with_reference: bool = False, language: str = "en", progress: ProgressFn | None = None,
+         with_reference: bool | str | ReferenceUse = False, language: str = "en",
+         progress: ProgressFn | None = None,
          **options: Any) -> list[ItemScores]:
     """Rate every record on its metrics with one batched judge call; see the module docstring.
     `options` go to RatingJudge (system_prompt, format_instruction, min_mass, max_tokens, top_logprobs)."""

@@ -9,7 +9,8 @@ unchanged. This project adds, all optional:
     prompts:      {battle: battle_prompt_en.json, evaluation: evaluation_prompt_en.json}
     judge:        {backend, model, base_url, api_key_env, concurrency, timeout, max_retries,
                    temperature, cache, mode, both_orders, price}
-    gpt_with_reference: false
+    gpt_with_reference: auto        # auto | true | false: the judge is shown the reference (evaluate.judges.references)
+    category.<name>.cascade: {correctness: ExactMatch}   # a rule check decides first (evaluate.judges.cascade)
     metric_options: {BERTScore: {num_layers: 6}, ROUGE: {multi_ref: max}}
     RepEval / SAGEval lists in a category entry, and top-level `repeval` / `sageval` settings.
     primary:      [GPT/correctness, Metrics/ROUGE-L]   the confirmatory scores of every pair of models
@@ -41,6 +42,7 @@ from ..core.options import parse_options, short as _short, type_name as _type_na
 from ..core.registry import suggest
 from ..core.secrets import scrub_url
 from ..families import FAMILY_REGISTRY, family_names
+from ..families.gpt import CATEGORY_KEYS, check_cascade
 from ..families.metrics import check_metric_options, resolve_option_paths
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -88,7 +90,8 @@ class RunConfig:
     battle_prompt: Path | None = None
     evaluation_prompt: Path | None = None
     judge: JudgeConfig = field(default_factory=JudgeConfig)
-    gpt_with_reference: bool = False
+    gpt_with_reference: bool | str = "auto"  # "auto", True or False (evaluate.judges.references)
+    cascade: dict[str, dict[str, str]] = field(default_factory=dict)  # category -> GPT metric -> rule check
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)  # family name -> its parsed Options dataclass
     blocks: dict[str, Any] = field(default_factory=dict)  # options key -> the block as written (manifest)
@@ -111,7 +114,8 @@ class RunConfig:
         return {
             "language": self.language,
             "path_for_UniEval": self.path_for_unieval,
-            "category": self.categories,
+            "category": {c: {**fams, **({"cascade": self.cascade[c]} if self.cascade.get(c) else {})}
+                         for c, fams in self.categories.items()},
             "answers": [{"name": a.name, "path": str(a.path),
                          **({"generate": str(a.generate) if isinstance(a.generate, Path) else "(inline model block)"}
                             if a.generate is not None else {})} for a in self.answers],
@@ -253,7 +257,7 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
             if not chk.expect(entry, dict, where, "a mapping family -> list of names"):
                 continue
             known_families = tuple(family_names())
-            chk.unknown_keys(entry, known_families, where)
+            chk.unknown_keys(entry, known_families + CATEGORY_KEYS, where)
             fams: dict[str, list[str]] = {}
             for fam, names in entry.items():
                 if fam not in known_families:
@@ -272,6 +276,11 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
                         good.append(name)
                 fams[fam] = good
             cfg.categories[str(cat)] = fams
+            if entry.get("cascade") is not None:
+                rules, problems = check_cascade(entry["cascade"], fams.get("GPT", []), f"{where}.cascade")
+                chk.problems.extend(problems)
+                if rules:
+                    cfg.cascade[str(cat)] = rules
 
     answers = raw.get("answers", []) or []
     if chk.expect(answers, list, "answers", "a list of {name, path}"):
@@ -317,10 +326,14 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         cfg.judge, problems = parse_options(JudgeOptions, given, "judge")
         chk.problems.extend(problems)
 
-    for key in ("gpt_with_reference",):
-        value = raw.get(key)
-        if value is not None and chk.expect(value, bool, key, "true or false"):
-            setattr(cfg, key, value)
+    value = raw.get("gpt_with_reference")
+    if value is not None:
+        if isinstance(value, bool) or value == "auto":
+            cfg.gpt_with_reference = value
+        else:
+            chk.problems.append(f"gpt_with_reference: expected auto, true or false, got {_type_name(value)} "
+                                f"{_short(value)}" + (suggest(value, ["auto", "true", "false"])
+                                                      if isinstance(value, str) else ""))
     value = raw.get("battle")
     if value is not None and chk.expect(value, bool, "battle", "true or false"):
         cfg.battle = value

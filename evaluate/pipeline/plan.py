@@ -24,10 +24,12 @@ class Plan:
     skipped: dict[str, int]  # category without a config entry -> records (per model)
     work: dict[str, dict[str, int]] = field(default_factory=dict)  # family -> {"scores": n, "judge_calls": n}
     options: dict[str, dict[str, Any]] = field(default_factory=dict)  # family -> its resolved options
+    notes: list[dict[str, Any]] = field(default_factory=list)  # the families' plan_notes: {"text", "scores"}
 
     def to_dict(self) -> dict[str, Any]:
         return {"families": self.families, "categories": self.categories, "items": self.items,
-                "skipped_categories": self.skipped, "work": self.work, "options": self.options}
+                "skipped_categories": self.skipped, "work": self.work, "options": self.options,
+                "notes": self.notes}
 
     def describe(self) -> str:
         lines = [f"families: {', '.join(self.families) or '(none)'}"]
@@ -44,6 +46,7 @@ class Plan:
                          + ", ".join(f"{c} ({n} records)" for c, n in self.skipped.items()))
         for fam, work in self.work.items():
             lines.append(f"work {fam}: " + ", ".join(f"{k}={v}" for k, v in work.items()))
+        lines.extend(n["text"] for n in self.notes)
         for fam, opts in self.options.items():
             lines.append(f"options {fam}: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}"
                                                         for k, v in opts.items()))
@@ -135,7 +138,8 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
         for s in sets:
             for cat, fams in categories.items():
                 if fam in fams:
-                    for k, v in obj.plan(contexts[fam], cat, fams[fam], items[s.name].get(cat, 0)).items():
+                    ctx = contexts[fam].for_model(s.name)
+                    for k, v in obj.plan(ctx, cat, fams[fam], items[s.name].get(cat, 0)).items():
                         total[k] = total.get(k, 0) + v
         for k, v in obj.plan_run(contexts[fam], categories).items():
             total[k] = total.get(k, 0) + v
@@ -146,8 +150,9 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
         options["judge"] = scrubbed_judge(cfg.judge)
     if "Metrics" in fam_objs and cfg.metric_options:
         options["metric_options"] = cfg.metric_options
+    notes = [note for fam, obj in fam_objs.items() for note in obj.plan_notes(contexts[fam], categories)]
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
-                skipped=skipped, work=work, options=options)
+                skipped=skipped, work=work, options=options, notes=notes)
     return plan, fam_objs
 
 

@@ -312,8 +312,9 @@ def _ranking_lines(ranking: dict[str, Any] | None, width: int) -> list[str]:
     return lines
 
 
-def _run_lines(manifest: dict[str, Any] | None, width: int) -> list[str]:
-    """Judge usage, cost, cache hits and invalid counts, from the manifest."""
+def _run_lines(manifest: dict[str, Any] | None, width: int, keys: Sequence[str] = ()) -> list[str]:
+    """Judge usage, cost, cache hits and invalid counts, from the manifest; the plan's notes about the
+    shown scores `keys` (what the judge was not shown, the calls a rule saved)."""
     if not manifest:
         return []
     lines = []
@@ -326,6 +327,9 @@ def _run_lines(manifest: dict[str, Any] | None, width: int) -> list[str]:
         lines += _wrap(f"judge: {tot['requests']:,} requests, {tot['cache_hits']:,} cache hits{hits}, "
                        f"{tot['failures']:,} failed; {tot['prompt_tokens'] + tot['completion_tokens']:,} tokens"
                        + (f", ${sum(costs):.4f}" if costs else ", cost unknown (no judge.price)"), width)
+    for note in (manifest.get("plan") or {}).get("notes") or []:  # what the judge was shown, what rules decided
+        if isinstance(note, dict) and (not note.get("scores") or set(note["scores"]) & set(keys)):
+            lines += _wrap(str(note.get("text", "")), width, "    ")
     for c in manifest.get("judge_cache") or []:
         asked = c["hits"] + c["misses"]
         lines.append(f"judge cache: {c['path']}")  # a path is never cut
@@ -384,7 +388,7 @@ def closing_summary(source: Path | SaveData, *, width: int | None = None, color:
                                  if _mcnemar_used(data) else ""), width)
     if len(data.models) > 2:
         lines += [""] + (_ranking_lines(data.ranking, width) or ["ranking: none (no battles between the models)"])
-    run = _run_lines(data.manifest, width)
+    run = _run_lines(data.manifest, width, keys)
     if run:
         lines += [""] + run
     lines += _not_scored_lines(data, width)
