@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from evaluate.core.errors import InputError
+from evaluate.backends.kv import cache_kwarg
 from evaluate.models.load import common_prefix
 
 # The truncation and the hooks modify the (shared) model object for the length of a pass.
@@ -244,8 +245,9 @@ def _run_shared_prefix(base: Any, config: Any, token_ids: Sequence[Sequence[int]
 
     captured.clear()
     prefix = DynamicCache(config=config)
-    base(input_ids=torch.tensor([list(token_ids[members[0]][:length])], device=device), past_key_values=prefix,
-         use_cache=True)
+    kw = cache_kwarg(base)
+    base(input_ids=torch.tensor([list(token_ids[members[0]][:length])], device=device), use_cache=True,
+         **{kw: prefix})
     kv = [(layer.keys, layer.values) for layer in prefix.layers if getattr(layer, "is_initialized", False)]
     rest = sorted(members, key=lambda i: len(token_ids[i]))
     for start in range(0, len(rest), batch_size):
@@ -261,7 +263,7 @@ def _run_shared_prefix(base: Any, config: Any, token_ids: Sequence[Sequence[int]
                              config=config)
         pos = torch.arange(length, length + width, device=device).unsqueeze(0).expand(len(rows), -1)
         captured.clear()
-        base(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True)
+        base(input_ids=ids, position_ids=pos, use_cache=True, **{kw: cache})
         at = torch.tensor([[len(t) + k for k in tokens] for t in tails], device=device)  # [b, n_tokens]
         for li, idx in enumerate(layer_idx):
             states = captured[idx]

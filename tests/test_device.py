@@ -145,3 +145,18 @@ def test_the_device_key_is_documented_for_every_block():
     text = (REPO / "docs" / "config.md").read_text(encoding="utf-8") + (REPO / "docs" / "judge.md").read_text()
     assert text.count("| `device` |") >= 3
     assert "cuda:N" in (REPO / "docs" / "local-models.md").read_text(encoding="utf-8")
+
+
+def test_the_kv_cache_keyword_follows_the_transformers_version():
+    """transformers 5.2x takes the KV cache as `cache=`; 5.17 (what a lent GPU machine has) only as
+    `past_key_values=` and swallows an unknown `cache=` in **kwargs: every decoding step then ran
+    without its past ("The-------------------" for "What is the capital of France?")."""
+    from evaluate.backends.kv import cache_kwarg
+
+    class New:
+        def forward(self, input_ids=None, attention_mask=None, cache=None, use_cache=None, **kwargs): ...
+
+    class Old:
+        def forward(self, input_ids=None, attention_mask=None, past_key_values=None, use_cache=None, **kwargs): ...
+
+    assert cache_kwarg(New()) == "cache" and cache_kwarg(Old()) == "past_key_values"

@@ -32,7 +32,7 @@ from ..models.catalogue import ModelInfo
 from ..models.device import device_type, resolve_device
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
-from .kv import compact, new_cache, plain_layers
+from .kv import cache_kwarg, compact, new_cache, plain_layers
 from .onednn import (available_memory, linear as onednn_linear, onednn_scope, pack_linears, pack_module,
                      packed_copy, resolve_matmul, route_linears, unpacked_bytes)
 
@@ -185,6 +185,7 @@ class LocalBackend(Backend):
         self._tok: Any = None
         self._info: ModelInfo | None = None
         self._head: tuple[Any, Any] | None = None  # fp32 (weight, bias) of the output projection
+        self._cache_kw = "cache"  # the body's keyword for its KV cache (kv.cache_kwarg), set at load
         self.forward_passes = 0  # counts calls of the transformer body; tests and benchmarks read it
         self.reused_tokens = 0  # prompt tokens taken from a cached prefix instead of recomputed
         self.drafted_tokens = 0  # prompt-lookup tokens fed as drafts, and how many the model confirmed
@@ -234,6 +235,7 @@ class LocalBackend(Backend):
                 bias = getattr(head, "bias", None)
                 self._head = (head.weight.detach().float(), None if bias is None else bias.detach().float())
                 self._head_module = head
+                self._cache_kw = cache_kwarg(lm.base_model)
                 self._lm, self._tok, self._info = lm, tok, info
                 if self.kernel == "onednn" and self.pack == "always":
                     self._pack_weights()
@@ -317,7 +319,7 @@ class LocalBackend(Backend):
 
         self.forward_passes += 1
         with self._scope():
-            out = self._lm.base_model(input_ids=self._tensor([list(ids)]), cache=cache, use_cache=True)
+            out = self._lm.base_model(input_ids=self._tensor([list(ids)]), use_cache=True, **{self._cache_kw: cache})
         last = out.last_hidden_state[0, -rows:] if rows > 1 else out.last_hidden_state[0, -1]
         return self._logits(last.float())
 
@@ -657,7 +659,7 @@ class LocalBackend(Backend):
                 input_ids=self._tensor(feed).unsqueeze(1),
                 attention_mask=torch.nn.functional.pad(mask, (0, 1), value=1),
                 position_ids=self._tensor(lengths).unsqueeze(1),
-                cache=cache, use_cache=True)
+                use_cache=True, **{self._cache_kw: cache})
         return self._logits(out.last_hidden_state[:, -1].float())
 
     def _logits(self, hidden: Any) -> Any:
