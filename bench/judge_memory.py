@@ -9,7 +9,9 @@ process's own memory, and RssFile, pages of files it maps) and notes the phases 
 imported, the model loaded (`evaluate.models.load`), the float32 weights packed for oneDNN
 (`backends/onednn.py`), the end. It prints, per phase, the RSS when it began and its peak, and the
 sizes of what holds memory at the end: the weights, oneDNN's packed copy, the judge's KV caches.
-`--set KEY=VALUE` changes a key of the judge block (e.g. local_pack_weights=never) to compare.
+`--set KEY=VALUE` changes a key of the judge block (e.g. local_pack_weights=never), `--env KEY=VALUE`
+sets a variable in the child (e.g. EVAL_MALLOC_TUNE=0), `--code DIR` runs another checkout's code (the
+version before a change) on the same config.
 """
 
 from __future__ import annotations
@@ -61,7 +63,10 @@ def readme_config(folder: Path, changes: dict[str, object], limit: int) -> Path:
     return path
 
 
-def child(config: str, queue: "mp.Queue") -> None:
+def child(config: str, queue: "mp.Queue", code: str | None, env: dict[str, str]) -> None:
+    if code:
+        sys.path.insert(0, code)
+    os.environ.update(env)
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     os.environ.setdefault("EVAL_PROGRESS_SECONDS", "30")
     samples: list[tuple[float, str, dict[str, int]]] = []
@@ -116,6 +121,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=1, help="records per category (the README's 3 categories)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a judge key to change")
+    ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="a variable for the run")
+    ap.add_argument("--code", help="a checkout whose evaluate/ package runs (default: this one)")
     args = ap.parse_args()
     changes = {}
     for kv in args.set:
@@ -125,13 +132,14 @@ def main() -> None:
         config = readme_config(Path(tmp), changes, args.limit)
         ctx = mp.get_context("spawn")
         queue = ctx.Queue()
-        proc = ctx.Process(target=child, args=(str(config), queue))
+        env = dict(kv.partition("=")[::2] for kv in args.env)
+        proc = ctx.Process(target=child, args=(str(config), queue, args.code, env))
         proc.start()
         got = queue.get()
         proc.join()
     samples = got["samples"]
-    print(f"judge block: README's, changed: {changes or 'nothing'}; --limit {args.limit}; exit {got['code']}; "
-          f"{samples[-1][0]:.0f} s")
+    print(f"judge block: README's, changed: {changes or 'nothing'}; --limit {args.limit}; env {args.env or '-'}; "
+          f"code {args.code or 'this checkout'}; exit {got['code']}; {samples[-1][0]:.0f} s")
     print("| phase | from (s) | RSS at start (GB) | peak RSS (GB) | anon / file at peak (GB) |")
     print("|---|---:|---:|---:|---|")
     order = list(dict.fromkeys(p for _, p, _ in samples))

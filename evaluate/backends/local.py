@@ -33,8 +33,9 @@ from ..models.device import device_type, resolve_device
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .kv import cache_kwarg, compact, new_cache, plain_layers
-from .onednn import (available_memory, linear as onednn_linear, onednn_scope, pack_linears, pack_module,
-                     packed_copy, resolve_matmul, route_linears, unpacked_bytes)
+from .memory import available_memory, process_rss, total_memory, trim, tune_malloc
+from .onednn import (linear as onednn_linear, onednn_scope, pack_linears, pack_module, packed_copy, resolve_matmul,
+                     route_linears, unpacked_bytes)
 
 
 log = logging.getLogger(__name__)
@@ -227,6 +228,7 @@ class LocalBackend(Backend):
 
                 if self.threads:
                     torch.set_num_threads(self.threads)
+                tune_malloc()  # freed KV caches and logits go back to the system (backends/memory.py)
                 lm, tok, info = load_causal_lm(self.model, dtype=self.dtype, expected_sha256=self.expected_sha256,
                                                device=self.device, chat=True)
                 if self.kernel == "onednn":
@@ -249,7 +251,9 @@ class LocalBackend(Backend):
     def _pack_weights(self) -> None:
         """Packed copies of the body's linears and the output projection (on the loaded model, so shared
         with every backend on it); with `pack="auto"` only when the copy takes at most half the memory
-        available."""
+        available and the process, copy included, stays within half the machine's memory (a judge that
+        doubles its weights for speed should not crowd out the rest of the machine: on the 24 GB
+        development VM the copy took a Qwen-1.5B run to 14-16 GB, BENCHMARKS.md)."""
         import time
 
         import torch
@@ -259,10 +263,11 @@ class LocalBackend(Backend):
             return
         need = unpacked_bytes(lm.base_model) + self._head[0].numel() * 4
         if self.pack == "auto":
-            free = available_memory()
-            if free is None or need > free // 2:
-                log.info("local model %s: weights not packed for oneDNN (a copy of %.1f GB; %s GB available)",
-                         self.model, need / 1e9, "?" if free is None else f"{free / 1e9:.1f}")
+            free, total, held = available_memory(), total_memory(), process_rss()
+            if free is None or total is None or held is None or need > free // 2 or held + need > total // 2:
+                log.info("local model %s: weights not packed for oneDNN (a copy of %.1f GB; %s GB available, the "
+                         "process holds %s GB of the machine's %s GB)", self.model, need / 1e9,
+                         *("?" if n is None else f"{n / 1e9:.1f}" for n in (free, held, total)))
                 return
         t0 = time.perf_counter()
         pack_linears(lm.base_model)
@@ -482,6 +487,13 @@ class LocalBackend(Backend):
         """`on_result(i, completion)` as each judgment is made, so the cache in front stores it at
         once (a run killed mid-way loses at most the judgments in progress)."""
         self.load()
+        try:
+            self._answer_all(requests, on_result)
+        finally:
+            if any(r.max_tokens > 1 for r in requests):
+                trim()  # the KV caches of this call's replies are freed: their pages go back to the system
+
+    def _answer_all(self, requests: Sequence[JudgeRequest], on_result: Callable[[int, Completion], None]) -> None:
         self._maybe_pack(requests)
         answered = [False] * len(requests)
         batchable = [i for i, r in enumerate(requests)

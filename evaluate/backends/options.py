@@ -54,7 +54,7 @@ class JudgeOptions:
         "auto", "local judge with oneDNN: keep a second copy of the float32 weights in oneDNN's packed layout for "
                 "products of 2+ rows (prompts, drafts, sequences in flight; the same numbers, faster): auto (once "
                 "a call brings 1,024 tokens of decoding budget, if the copy takes at most half the memory "
-                "available), always (at load), never")
+                "available and the process with it at most half the machine's), always (at load), never; CPU only")
 
     def endpoint_specs(self) -> list[dict[str, Any]] | None:
         """[{base_url, concurrency}] for several endpoints (or a list of one); None: the single base_url."""
