@@ -160,3 +160,20 @@ def test_the_kv_cache_keyword_follows_the_transformers_version():
         def forward(self, input_ids=None, attention_mask=None, past_key_values=None, use_cache=None, **kwargs): ...
 
     assert cache_kwarg(New()) == "cache" and cache_kwarg(Old()) == "past_key_values"
+
+
+def test_bertscore_and_unieval_read_the_same_key():
+    """BERTScore's `device` option and UniEval's evaluator go through the same resolver: a device that is
+    not here is refused when the metric is made (before the encoder loads), naming the option."""
+    from evaluate.metrics.bertscore import BertScore
+
+    with pytest.raises(InputError, match="BERTScore: option device: cuda requested, but torch sees no CUDA"):
+        BertScore(device="cuda")
+    with pytest.raises(InputError, match="BERTScore: option device: expected one of auto, cpu"):
+        BertScore(device="gpu0")
+    assert BertScore(device="auto").device == BertScore().device == "cpu"
+    assert "device" not in BertScore().signature()  # the CPU signature is what it was
+    import unieval
+
+    with pytest.raises(InputError, match="UniEval device: cuda requested"):
+        unieval.UniEvaluator(REPO / "no-such-checkpoint", device="cuda")

@@ -90,11 +90,11 @@ class UniEvaluator:
             raise InputError(f"UniEval batch_size must be at least 1, got {batch_size}")
         if dtype not in _DTYPES:
             raise InputError(f'UniEval dtype "{dtype}" is not one of {", ".join(_DTYPES)}')
+        self.device = torch.device(resolve_device(device, "UniEval device"))  # auto, cpu, cuda, cuda:N, mps
         self.path = check_checkpoint(path, task)
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
         self.dtype = dtype
-        self.device = torch.device(resolve_device(device, "UniEval device"))  # auto, cpu, cuda, cuda:N, mps
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
