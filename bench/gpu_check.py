@@ -193,6 +193,12 @@ def local_backend(gguf: Path, device: str, max_tokens: int) -> tuple[str, str, d
     flight = LocalBackend(str(gguf), dtype="float32", device=device, sequences=4).load()
     together = flight.complete_many(reqs)
     details["in_flight_same_as_alone"] = [a.text == b.text for a, b in zip(got, together)]
+    from evaluate.backends.base import JudgeRequest
+
+    sampled = [JudgeRequest.chat(s, u, max_tokens=24, temperature=0.8, seed=7) for s, u in PROMPTS[:2]]
+    drawn = flight.complete_many(sampled + sampled)  # seeded draws (made on the CPU): the same twice, in flight
+    details["sampled_same_twice"] = [a.text == b.text for a, b in zip(drawn[:2], drawn[2:])]
+    details["sampled_ok"] = all(c.ok and c.text for c in drawn)
     rated = LocalBackend(str(gguf), dtype="float32", device=device, batch_size=4).load().complete_many(_ratings())
     details["one_token_batch_gap_vs_cpu"] = max(_logprob_gap(a, b) for a, b in zip(want_r, rated))
     details["one_token_batch_same_digit"] = [a.text == b.text for a, b in zip(want_r, rated)]
@@ -208,7 +214,8 @@ def local_backend(gguf: Path, device: str, max_tokens: int) -> tuple[str, str, d
                   f"cpu {bf16.dtype} 8 in flight": tok(fast) / bf16_s}
     details["tokens_per_second"] = {k: round(v, 1) for k, v in speeds.items()}
     details["bf16_same_text_as_cpu_float32"] = sum(a.text == b.text for a, b in zip(want, fast[:len(want)]))
-    ok = all(same) and all(details["in_flight_same_as_alone"]) and all(details["one_token_batch_same_digit"])
+    ok = (all(same) and all(details["in_flight_same_as_alone"]) and all(details["one_token_batch_same_digit"])
+          and details["sampled_ok"] and all(details["sampled_same_twice"]))
     numbers = (f"same greedy text {sum(same)}/{len(same)}; first-position top-5 logprobs within {max(gaps):.1e}; "
                f"{sum(details['in_flight_same_as_alone'])}/{len(got)} same with 4 in flight; ratings batched "
                f"within {details['one_token_batch_gap_vs_cpu']:.1e}; tok/s: "
