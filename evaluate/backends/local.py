@@ -117,7 +117,8 @@ class LocalBackend(Backend):
     float32 weights in oneDNN's blocked layout for products of two rows or more (prefill, drafts,
     sequences in flight; the same numbers, faster): "always" (at load), "never", or "auto": once a
     `complete_many` call brings at least `PACK_AFTER_TOKENS` tokens of decoding budget, and only when
-    the copy takes at most half the memory available. The copy belongs to the loaded model: every
+    the copy takes at most half the memory available and the process with it at most half the
+    machine's memory (`_pack_weights`). The copy belongs to the loaded model: every
     backend on it reads it once it exists. oneDNN and packing are CPU kernels: on a GPU `matmul`
     resolves to "default" and nothing is packed.
     """
