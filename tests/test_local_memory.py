@@ -21,9 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 PATTERN = r"""
 import sys
 import torch
+tuned = False
 if sys.argv[1] == "tune":
     from evaluate.backends.memory import tune_malloc
-    assert tune_malloc()
+    tuned = tune_malloc()
 x = torch.empty(16 << 20, dtype=torch.uint8).fill_(1)
 del x  # a large mapped block freed: glibc raises its mmap threshold
 keep, big = [], []
@@ -31,17 +32,20 @@ for i in range(300):
     big.append(torch.empty(4 << 20, dtype=torch.uint8).fill_(1))  # a step's KV cache or logits
     keep.append(torch.empty(64 << 10, dtype=torch.uint8).fill_(1))  # what stays: a reply, a prefix slot
 del big
-print([int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("RssAnon:")][0])
+print(tuned, [int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("RssAnon:")][0])
 """
 linux_glibc = pytest.mark.skipif(not Path("/proc/self/status").exists() or "glibc" not in " ".join(
     __import__("platform").libc_ver()), reason="glibc on Linux")
 
 
 def anon_after(mode: str, **env: str) -> int:
+    """RssAnon of a process that ran the pattern (after `tune_malloc` with mode "tune")."""
     out = subprocess.run([sys.executable, "-c", PATTERN, mode], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
     assert out.returncode == 0, out.stderr[-2000:]
-    return int(out.stdout.strip().splitlines()[-1])
+    tuned, rss = out.stdout.strip().splitlines()[-1].split()
+    assert tuned == str(mode == "tune" and env.get("EVAL_MALLOC_TUNE") != "0")
+    return int(rss)
 
 
 @linux_glibc
