@@ -8,7 +8,7 @@ import importlib.util
 import os
 import sys
 
-from .commands.common import EXIT_CODES, EXIT_INPUT, EXIT_OK, guarded
+from .commands.common import EXIT_CODES, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, guarded
 from .core.registry import suggest
 from .core.version import __version__
 
@@ -60,6 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         code = _dispatch(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()  # here, where a closed pipe can still be caught, not at the interpreter's exit
         return code
+    except KeyboardInterrupt:  # outside a command (importing it): nothing was computed yet
+        print("interrupted: before any work started (nothing to keep)", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout's reader has gone: point stdout at devnull so the interpreter's final flush is silent
         try:

@@ -22,6 +22,9 @@ from .pairs import (as_pairs, load_pairs_jsonl, pairs_from_pairwise, pairs_from_
                     synthetic_pairs)
 
 
+DEVICE_HELP = "where the model runs: auto (a CUDA GPU when torch sees one, else the CPU), cpu, cuda, cuda:N, mps"
+
+
 def _field(row: dict, names: Sequence[str], where: str, required: bool = True) -> str | None:
     for name in names:
         if row.get(name) is not None:
@@ -53,11 +56,12 @@ def _training_pairs(args: argparse.Namespace) -> list:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    _device(args)
     pairs = as_pairs(_training_pairs(args))
     template = args.template.read_text(encoding="utf-8") if args.template else None
     rep = RepEval(model=args.model, criterion=args.criterion, layer=args.layer, token=args.token,
                   method=args.method, n_components=args.n_components, template=template, seed=args.seed,
-                  dtype=args.dtype).fit(pairs)
+                  dtype=args.dtype, device=args.device).fit(pairs)
     path = rep.save(args.output)
     print(f"{path}: {rep.method} direction from {rep.n_pairs_} pairs, layer {rep.layer_}, token {rep.token_}, "
           f"training pairs ordered right: {rep.train_accuracy_:.0%}")
@@ -73,8 +77,18 @@ def _write_rows(rows: list[dict], output: Path | None) -> None:
         output.write_text(text, encoding="utf-8")
 
 
+def _device(args: argparse.Namespace) -> str:
+    """--device checked before the model loads (exit 2 naming what torch sees)."""
+    from evaluate.models.device import device_problem
+
+    bad = device_problem(args.device)
+    if bad:
+        raise InputError(f"--device: {bad}")
+    return args.device
+
+
 def cmd_score(args: argparse.Namespace) -> int:
-    rep = RepEval.load(args.direction, model=args.model)
+    rep = RepEval.load(args.direction, model=args.model, device=_device(args))
     rows = read_rows(args.input)
     where = lambda i: f"{args.input}:{i + 1}"  # noqa: E731
     texts = [_field(r, ("output", "text", "hyp"), where(i)) for i, r in enumerate(rows)]
@@ -89,7 +103,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    rep = RepEval.load(args.direction, model=args.model)
+    rep = RepEval.load(args.direction, model=args.model, device=_device(args))
     rows = read_rows(args.input)
     where = lambda i: f"{args.input}:{i + 1}"  # noqa: E731
     a = [_field(r, ("a", "response_a"), where(i)) for i, r in enumerate(rows)]
@@ -124,6 +138,7 @@ def add_subparser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPa
     fit.add_argument("--n-components", type=int, default=1)
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"])
+    fit.add_argument("--device", default="auto", help=DEVICE_HELP)
     fit.add_argument("--output", type=Path, required=True, help="direction file to write (.json)")
     fit.set_defaults(func=cmd_fit)
 
@@ -134,6 +149,7 @@ def add_subparser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentPa
         p.add_argument("--input", type=Path, required=True)
         p.add_argument("--output", type=Path, help="JSONL to write (default: stdout)")
         p.add_argument("--model", default=None, help="override the model named in the direction file")
+        p.add_argument("--device", default="auto", help=DEVICE_HELP)
         p.set_defaults(func=func)
     return parser
 

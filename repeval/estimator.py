@@ -49,13 +49,18 @@ class RepEval:
     token: position from the end of the prompt (-1 = last token).
     method: "pca" (paper), "mean" (mean difference) or "svm" (linear SVM baseline).
     n_components: PCA components combined (weights = explained-variance ratios).
-    dtype: "auto" (bfloat16 on CPUs with AMX, else float32: see `evaluate.models.load.resolve_dtype`),
-        "bfloat16", "float16" or "float32"; a saved direction records the one used.
+    dtype: "auto" (bfloat16 on a GPU and on CPUs with AMX, else float32: see
+        `evaluate.models.load.resolve_dtype`), "bfloat16", "float16" or "float32"; a saved direction
+        records the one used.
+    device: where the model runs: "auto" (a CUDA GPU when torch sees one, else the CPU), "cpu", "cuda",
+        "cuda:N" or "mps" (`evaluate.models.device`); not part of a saved direction (a direction fitted
+        on one device applies on another).
     """
 
     def __init__(self, model: Any = "SmolLM2-135M-Instruct", criterion: str = "fluency", layer: int = -13,
                  token: int = -1, method: str = "pca", n_components: int = 1, template: str | None = None,
-                 seed: int = 0, dtype: str = "auto", batch_size: int = 8, max_tokens: int | None = 2048):
+                 seed: int = 0, dtype: str = "auto", batch_size: int = 8, max_tokens: int | None = 2048,
+                 device: str = "auto"):
         self.model = model
         self.criterion = criterion
         self.layer = layer
@@ -67,6 +72,7 @@ class RepEval:
         self.dtype = dtype
         self.batch_size = batch_size
         self.max_tokens = max_tokens
+        self.device = device
 
     # ------------------------------------------------------------------ model and prompts
 
@@ -78,13 +84,18 @@ class RepEval:
         else:
             from evaluate.models.load import load_causal_lm
 
-            model, tok, info = load_causal_lm(str(self.model), dtype=self.dtype)
+            model, tok, info = load_causal_lm(str(self.model), dtype=self.dtype, device=self.device)
         if info is None:
             info_d = {"name": getattr(model.config, "_name_or_path", type(model).__name__), "sha256": None,
-                      "dtype": str(model.dtype).replace("torch.", "")}
+                      "dtype": str(model.dtype).replace("torch.", ""), "device": str(model.device)}
         else:
-            info_d = {"name": info.name, "sha256": info.sha256, "dtype": info.dtype}
+            info_d = {"name": info.name, "sha256": info.sha256, "dtype": info.dtype, "device": info.device}
         return model, tok, info_d
+
+    def runs_on(self) -> str:
+        """The device type the model runs on ("cpu", "cuda", "mps"): the model is loaded if it is not yet."""
+        _, _, info = self._loaded()
+        return str(info.get("device") or "cpu").partition(":")[0]
 
     def _template(self) -> str:
         return template_for(self.criterion, self.template)
@@ -258,8 +269,9 @@ class RepEval:
         return path
 
     @classmethod
-    def load(cls, path: str | Path, model: Any = None) -> "RepEval":
-        """Read a saved direction; `model` overrides the saved model name (e.g. a loaded tuple)."""
+    def load(cls, path: str | Path, model: Any = None, device: str = "auto") -> "RepEval":
+        """Read a saved direction; `model` overrides the saved model name (e.g. a loaded tuple); `device`
+        is where the model is loaded to score with it."""
         path = Path(path)
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
@@ -274,7 +286,7 @@ class RepEval:
             raise InputError(f"{path}: missing field(s) {missing}")
         rep = cls(model=d["model"] if model is None else model, criterion=d["criterion"], layer=d["layer"],
                   token=d["token"], method=d["method"], n_components=d.get("n_components", 1),
-                  template=d["template"], seed=d.get("seed", 0), dtype=d.get("dtype", "bfloat16"))
+                  template=d["template"], seed=d.get("seed", 0), dtype=d.get("dtype", "bfloat16"), device=device)
         rep.direction_ = np.asarray(d["direction"], dtype=np.float32)
         rep.explained_variance_ratio_ = list(d.get("explained_variance_ratio", []))
         rep.train_accuracy_ = d.get("train_accuracy")

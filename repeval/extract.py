@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from evaluate.core.errors import InputError
+from evaluate.backends.kv import cache_kwarg
 from evaluate.models.load import common_prefix
 
 # The truncation and the hooks modify the (shared) model object for the length of a pass.
@@ -33,6 +34,14 @@ def decoder_layers(model: Any) -> Any:
     if layers is None:
         raise InputError(f"{type(model).__name__}: cannot find the decoder layers (expected model.model.layers)")
     return layers
+
+
+def model_device(model: Any) -> Any:
+    """Where the model's weights are (inputs go there; hidden states come back to the CPU as numpy)."""
+    device = getattr(model, "device", None)
+    if device is None:
+        device = next(model.parameters()).device
+    return device
 
 
 def n_layers(model: Any) -> int:
@@ -193,6 +202,7 @@ def extract_hidden_states(
     grouped = {i for _, members in groups for i in members}
     order = sorted((i for i in range(len(texts)) if i not in grouped), key=lambda i: len(token_ids[i]))
     all_layers = decoder_layers(model)
+    device = model_device(model)
     captured: dict[int, Any] = {}
 
     def hook_for(idx: int):
@@ -210,14 +220,14 @@ def extract_hidden_states(
                     rows = order[start:start + batch_size]
                     batch = _left_pad([token_ids[i] for i in rows], pad_id)
                     captured.clear()
-                    base(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                         position_ids=batch.position_ids, use_cache=False)
+                    base(input_ids=batch.input_ids.to(device), attention_mask=batch.attention_mask.to(device),
+                         position_ids=batch.position_ids.to(device), use_cache=False)
                     for li, idx in enumerate(layer_idx):
-                        states = captured[idx][:, tokens, :].float().numpy()  # [b, n_tokens, hidden]
+                        states = captured[idx][:, tokens, :].float().cpu().numpy()  # [b, n_tokens, hidden]
                         out[rows, :, li, :] = states
                 for length, members in groups:
                     _run_shared_prefix(base, model.config, token_ids, length, members, tokens, layer_idx,
-                                       batch_size, pad_id, captured, out)
+                                       batch_size, pad_id, captured, out, device)
         finally:
             for h in handles:
                 h.remove()
@@ -226,7 +236,7 @@ def extract_hidden_states(
 
 def _run_shared_prefix(base: Any, config: Any, token_ids: Sequence[Sequence[int]], length: int,
                        members: list[int], tokens: list[int], layer_idx: list[int], batch_size: int,
-                       pad_id: int, captured: dict, out: np.ndarray) -> None:
+                       pad_id: int, captured: dict, out: np.ndarray, device: Any = "cpu") -> None:
     """One group of `extract_hidden_states`: the shared prefix once, then the members' own
     tokens in right-padded batches on top of a copy of its cache (right padding: a real token
     never attends to a pad, so no mask is needed; the positions read are found per row)."""
@@ -235,7 +245,9 @@ def _run_shared_prefix(base: Any, config: Any, token_ids: Sequence[Sequence[int]
 
     captured.clear()
     prefix = DynamicCache(config=config)
-    base(input_ids=torch.tensor([list(token_ids[members[0]][:length])]), past_key_values=prefix, use_cache=True)
+    kw = cache_kwarg(base)
+    base(input_ids=torch.tensor([list(token_ids[members[0]][:length])], device=device), use_cache=True,
+         **{kw: prefix})
     kv = [(layer.keys, layer.values) for layer in prefix.layers if getattr(layer, "is_initialized", False)]
     rest = sorted(members, key=lambda i: len(token_ids[i]))
     for start in range(0, len(rest), batch_size):
@@ -245,14 +257,15 @@ def _run_shared_prefix(base: Any, config: Any, token_ids: Sequence[Sequence[int]
         ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
         for r, t in enumerate(tails):
             ids[r, :len(t)] = torch.tensor(t, dtype=torch.long)
+        ids = ids.to(device)
         cache = DynamicCache(ddp_cache_data=[(k.expand(len(rows), -1, -1, -1).contiguous(),
                                               v.expand(len(rows), -1, -1, -1).contiguous()) for k, v in kv],
                              config=config)
-        pos = torch.arange(length, length + width).unsqueeze(0).expand(len(rows), -1)
+        pos = torch.arange(length, length + width, device=device).unsqueeze(0).expand(len(rows), -1)
         captured.clear()
-        base(input_ids=ids, position_ids=pos, past_key_values=cache, use_cache=True)
-        at = torch.tensor([[len(t) + k for k in tokens] for t in tails])  # [b, n_tokens]
+        base(input_ids=ids, position_ids=pos, use_cache=True, **{kw: cache})
+        at = torch.tensor([[len(t) + k for k in tokens] for t in tails], device=device)  # [b, n_tokens]
         for li, idx in enumerate(layer_idx):
             states = captured[idx]
             picked = torch.stack([states[r, at[r]] for r in range(len(rows))])  # [b, n_tokens, hidden]
-            out[rows, :, li, :] = picked.float().numpy()
+            out[rows, :, li, :] = picked.float().cpu().numpy()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from evaluate.core.errors import InputError
+from evaluate.models.device import resolve_device
 
 from .dimensions import CHECKPOINTS, DIMENSIONS, get_dimension
 from .questions import build_inputs
@@ -89,16 +90,11 @@ class UniEvaluator:
             raise InputError(f"UniEval batch_size must be at least 1, got {batch_size}")
         if dtype not in _DTYPES:
             raise InputError(f'UniEval dtype "{dtype}" is not one of {", ".join(_DTYPES)}')
+        self.device = torch.device(resolve_device(device, "UniEval device"))  # auto, cpu, cuda, cuda:N, mps
         self.path = check_checkpoint(path, task)
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
         self.dtype = dtype
-        try:
-            self.device = torch.device(device)
-        except (RuntimeError, TypeError) as exc:
-            raise InputError(f'UniEval device "{device}" is not a torch device ({exc})') from None
-        if self.device.type == "cuda" and not torch.cuda.is_available():
-            raise InputError(f'UniEval device "{device}" asked for, but torch sees no CUDA GPU')
 
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(str(self.path), local_files_only=True)
@@ -213,4 +209,5 @@ class UniEvaluator:
             "sentence_splitter": SPLITTER_VERSION,
             "transformers": transformers.__version__,
             "torch": torch.__version__,
+            **({"device": self.device.type} if self.device.type != "cpu" else {}),  # a CPU signature stays as it was
         }

@@ -87,6 +87,16 @@ def compact(cache: Any, slack: int = 64) -> None:
             layer._buf = None
 
 
+def cache_kwarg(model: Any) -> str:
+    """The keyword a model body's `forward` takes its KV cache by: "cache" (transformers >= 5.2x; the
+    old name then warns) or "past_key_values" (earlier 5.x, e.g. 5.17, where an unknown `cache=` would
+    be swallowed by **kwargs and every step would run without its past)."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
 def plain_layers(cache: Any) -> bool:
     """Every layer is a plain, initialised dynamic layer (growing or not): its keys can be sliced,
     padded and joined with another cache's."""

@@ -29,11 +29,13 @@ from typing import Any, Callable, Sequence
 
 from ..core.errors import InputError
 from ..models.catalogue import ModelInfo
+from ..models.device import device_type, resolve_device
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
-from .kv import compact, new_cache, plain_layers
-from .onednn import (available_memory, linear as onednn_linear, onednn_scope, pack_linears, pack_module,
-                     packed_copy, resolve_matmul, route_linears, unpacked_bytes)
+from .kv import cache_kwarg, compact, new_cache, plain_layers
+from .memory import available_memory, process_rss, total_memory, trim, tune_malloc
+from .onednn import (linear as onednn_linear, onednn_scope, pack_linears, pack_module, packed_copy, resolve_matmul,
+                     route_linears, unpacked_bytes)
 
 
 log = logging.getLogger(__name__)
@@ -66,8 +68,8 @@ class _Reply:
         req = self.request
         if req.top_logprobs > 0:
             self.positions.append(self.backend._top_logprobs(torch.log_softmax(logits, -1), req.top_logprobs))
-        if req.temperature > 0:
-            probs = torch.softmax(logits / req.temperature, -1)
+        if req.temperature > 0:  # drawn on the CPU by the request's own generator, whatever the device
+            probs = torch.softmax(logits.cpu() / req.temperature, -1)
             nxt = int(torch.multinomial(probs, 1, generator=self.gen))
         else:
             nxt = int(torch.argmax(logits))
@@ -96,9 +98,10 @@ class _Reply:
 class LocalBackend(Backend):
     """In-process transformers judge.
 
-    Options: `dtype` of the weights and activations ("auto": bfloat16 on CPUs with AMX, else
-    float32, which was 1.5x faster than bfloat16 on an avx512_bf16 CPU without AMX; logits are
-    fp32 either way); `max_new_tokens` caps every request's
+    Options: `device` where the model runs ("auto": a CUDA GPU where torch sees one, else the CPU;
+    `evaluate.models.device`); `dtype` of the weights and activations ("auto": bfloat16 on a GPU and
+    on CPUs with AMX, else float32, which was 1.5x faster than bfloat16 on an avx512_bf16 CPU without
+    AMX; logits are fp32 either way); `max_new_tokens` caps every request's
     `max_tokens`; `prefix_reuse` keeps the KV caches of the last `prefix_slots` prompts and starts
     a new prompt from the longest token prefix it shares with one of them (at least
     `min_reuse_tokens`); `threads` sets torch's intra-op threads (None: leave as is);
@@ -114,8 +117,10 @@ class LocalBackend(Backend):
     float32 weights in oneDNN's blocked layout for products of two rows or more (prefill, drafts,
     sequences in flight; the same numbers, faster): "always" (at load), "never", or "auto": once a
     `complete_many` call brings at least `PACK_AFTER_TOKENS` tokens of decoding budget, and only when
-    the copy takes at most half the memory available. The copy belongs to the loaded model: every
-    backend on it reads it once it exists.
+    the copy takes at most half the memory available and the process with it at most half the
+    machine's memory (`_pack_weights`). The copy belongs to the loaded model: every
+    backend on it reads it once it exists. oneDNN and packing are CPU kernels: on a GPU `matmul`
+    resolves to "default" and nothing is packed.
     """
 
     # Packing Qwen-1.5B took 16-17 s on the 2-core development VM (mostly first-touching 7 GB of new
@@ -143,9 +148,11 @@ class LocalBackend(Backend):
         batch_tokens: int = 16384,
         matmul: str = "auto",
         pack: str = "auto",
+        device: str = "auto",
     ):
         super().__init__(model)
-        self.dtype = resolve_dtype(dtype)  # resolved now: the judge signature (cache key) names the real one
+        self.device = resolve_device(device, "device")  # InputError (exit 2) when it is not there
+        self.dtype = resolve_dtype(dtype, self.device)  # resolved now: the judge signature (cache key) names the real one
         self.max_new_tokens = max_new_tokens
         self.prefix_reuse = prefix_reuse
         self.prefix_slots = prefix_slots
@@ -165,6 +172,9 @@ class LocalBackend(Backend):
         self.batch_tokens = batch_tokens  # most KV-cache positions (rows x padded width) of the sequences in flight
         if matmul not in ("auto", "onednn", "default"):
             raise InputError(f'LocalBackend: matmul must be "auto", "onednn" or "default", got {matmul!r}')
+        if matmul == "onednn" and not self.on_cpu:
+            raise InputError(f"local_matmul: onednn is a CPU kernel, and the model runs on {self.device}; "
+                             "leave local_matmul at auto (or default)")
         self.matmul = matmul  # resolved on first use (it imports torch): self.kernel
         self._kernel: str | None = None
         if pack not in ("auto", "always", "never"):
@@ -177,6 +187,7 @@ class LocalBackend(Backend):
         self._tok: Any = None
         self._info: ModelInfo | None = None
         self._head: tuple[Any, Any] | None = None  # fp32 (weight, bias) of the output projection
+        self._cache_kw = "cache"  # the body's keyword for its KV cache (kv.cache_kwarg), set at load
         self.forward_passes = 0  # counts calls of the transformer body; tests and benchmarks read it
         self.reused_tokens = 0  # prompt tokens taken from a cached prefix instead of recomputed
         self.drafted_tokens = 0  # prompt-lookup tokens fed as drafts, and how many the model confirmed
@@ -188,11 +199,22 @@ class LocalBackend(Backend):
         return True
 
     @property
+    def on_cpu(self) -> bool:
+        return device_type(self.device) == "cpu"
+
+    @property
     def kernel(self) -> str:
-        """The float32 matrix-product kernel this backend's forward passes use: "onednn" or "default"."""
+        """The float32 matrix-product kernel this backend's forward passes use: "onednn" or "default"
+        (always "default" on a GPU: oneDNN is a CPU library)."""
         if self._kernel is None:
-            self._kernel = resolve_matmul(self.matmul, self.dtype)
+            self._kernel = resolve_matmul(self.matmul, self.dtype) if self.on_cpu else "default"
         return self._kernel
+
+    def _tensor(self, data: Any) -> Any:
+        """A long tensor of token ids, positions or mask values on the model's device."""
+        import torch
+
+        return torch.tensor(data, device=self.device)
 
     def _scope(self) -> Any:
         return onednn_scope(self.kernel == "onednn")
@@ -207,15 +229,16 @@ class LocalBackend(Backend):
 
                 if self.threads:
                     torch.set_num_threads(self.threads)
-                lm, tok, info = load_causal_lm(self.model, dtype=self.dtype, expected_sha256=self.expected_sha256)
-                if not getattr(tok, "chat_template", None):
-                    raise InputError(f'model "{self.model}" ({info.path}): the tokenizer has no chat template')
+                tune_malloc()  # freed KV caches and logits go back to the system (backends/memory.py)
+                lm, tok, info = load_causal_lm(self.model, dtype=self.dtype, expected_sha256=self.expected_sha256,
+                                               device=self.device, chat=True)
                 if self.kernel == "onednn":
                     route_linears(lm.base_model)  # only inside this backend's forward passes (onednn.py)
                 head = lm.get_output_embeddings()
                 bias = getattr(head, "bias", None)
                 self._head = (head.weight.detach().float(), None if bias is None else bias.detach().float())
                 self._head_module = head
+                self._cache_kw = cache_kwarg(lm.base_model)
                 self._lm, self._tok, self._info = lm, tok, info
                 if self.kernel == "onednn" and self.pack == "always":
                     self._pack_weights()
@@ -229,7 +252,9 @@ class LocalBackend(Backend):
     def _pack_weights(self) -> None:
         """Packed copies of the body's linears and the output projection (on the loaded model, so shared
         with every backend on it); with `pack="auto"` only when the copy takes at most half the memory
-        available."""
+        available and the process, copy included, stays within half the machine's memory (a judge that
+        doubles its weights for speed should not crowd out the rest of the machine: on the 24 GB
+        development VM the copy took a Qwen-1.5B run to 14-16 GB, BENCHMARKS.md)."""
         import time
 
         import torch
@@ -239,10 +264,11 @@ class LocalBackend(Backend):
             return
         need = unpacked_bytes(lm.base_model) + self._head[0].numel() * 4
         if self.pack == "auto":
-            free = available_memory()
-            if free is None or need > free // 2:
-                log.info("local model %s: weights not packed for oneDNN (a copy of %.1f GB; %s GB available)",
-                         self.model, need / 1e9, "?" if free is None else f"{free / 1e9:.1f}")
+            free, total, held = available_memory(), total_memory(), process_rss()
+            if free is None or total is None or held is None or need > free // 2 or held + need > total // 2:
+                log.info("local model %s: weights not packed for oneDNN (a copy of %.1f GB; %s GB available, the "
+                         "process holds %s GB of the machine's %s GB)", self.model, need / 1e9,
+                         *("?" if n is None else f"{n / 1e9:.1f}" for n in (free, held, total)))
                 return
         t0 = time.perf_counter()
         pack_linears(lm.base_model)
@@ -275,6 +301,8 @@ class LocalBackend(Backend):
         sig = {"backend": self.kind, "model": name, "weights_sha256": sha, "dtype": self.dtype, "logits": "float32"}
         if self.kernel != "default":  # the kernels round differently: their judgments are cached apart
             sig["matmul"] = self.kernel
+        if not self.on_cpu:  # a GPU's kernels round differently again; the CPU's signature stays as it was
+            sig["device"] = device_type(self.device)
         return sig
 
     def close(self) -> None:
@@ -297,7 +325,7 @@ class LocalBackend(Backend):
 
         self.forward_passes += 1
         with self._scope():
-            out = self._lm.base_model(input_ids=torch.tensor([list(ids)]), cache=cache, use_cache=True)
+            out = self._lm.base_model(input_ids=self._tensor([list(ids)]), use_cache=True, **{self._cache_kw: cache})
         last = out.last_hidden_state[0, -rows:] if rows > 1 else out.last_hidden_state[0, -1]
         return self._logits(last.float())
 
@@ -460,6 +488,13 @@ class LocalBackend(Backend):
         """`on_result(i, completion)` as each judgment is made, so the cache in front stores it at
         once (a run killed mid-way loses at most the judgments in progress)."""
         self.load()
+        try:
+            self._answer_all(requests, on_result)
+        finally:
+            if any(r.max_tokens > 1 for r in requests):
+                trim()  # the KV caches of this call's replies are freed: their pages go back to the system
+
+    def _answer_all(self, requests: Sequence[JudgeRequest], on_result: Callable[[int, Completion], None]) -> None:
         self._maybe_pack(requests)
         answered = [False] * len(requests)
         batchable = [i for i, r in enumerate(requests)
@@ -530,7 +565,7 @@ class LocalBackend(Backend):
                 on_result(i, reply.completion())
                 return
             n = len(ids)
-            row_mask = torch.ones(1, n, dtype=torch.long)
+            row_mask = torch.ones(1, n, dtype=torch.long, device=self.device)
             if cache is None:
                 cache = new_cache(self._lm.config, layers)  # a copy: `own` stays the prefix cache's
                 mask = row_mask
@@ -558,7 +593,7 @@ class LocalBackend(Backend):
                 cache, mask = None, None
                 rows.clear(), lengths.clear(), feed.clear()
                 return
-            index = torch.tensor(live)
+            index = self._tensor(live)
             mask = mask[index]
             start = int(torch.nonzero(mask.any(0))[0])
             mask = mask[:, start:]
@@ -634,10 +669,10 @@ class LocalBackend(Backend):
         self.forward_passes += 1
         with self._scope():
             out = self._lm.base_model(
-                input_ids=torch.tensor(feed).unsqueeze(1),
+                input_ids=self._tensor(feed).unsqueeze(1),
                 attention_mask=torch.nn.functional.pad(mask, (0, 1), value=1),
-                position_ids=torch.tensor(lengths).unsqueeze(1),
-                cache=cache, use_cache=True)
+                position_ids=self._tensor(lengths).unsqueeze(1),
+                use_cache=True, **{self._cache_kw: cache})
         return self._logits(out.last_hidden_state[:, -1].float())
 
     def _logits(self, hidden: Any) -> Any:
@@ -673,8 +708,8 @@ class LocalBackend(Backend):
                 raise BackendError(f"a prompt reaches the model's context ({limit} tokens)")
             width = max(len(p) for p in prompts)
             pad = self._tok.pad_token_id if self._tok.pad_token_id is not None else (self._tok.eos_token_id or 0)
-            ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
-            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+            ids = self._tensor([[pad] * (width - len(p)) + p for p in prompts])
+            mask = self._tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
             self.forward_passes += 1
             with self._scope():
                 hidden = self._lm.base_model(input_ids=ids, attention_mask=mask).last_hidden_state[:, -1]

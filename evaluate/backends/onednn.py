@@ -140,15 +140,3 @@ def pack_linears(model: Any) -> int:
     """Keep a packed copy of every routed linear's weight (see the module's docstring); returns how many
     were packed now. Packing is shared by every backend on the same loaded model, like the routing."""
     return sum(pack_module(mod) for mod in routed_linears(model))
-
-
-def available_memory() -> int | None:
-    """Bytes of memory the kernel says are available (Linux's MemAvailable); None where unknown."""
-    try:
-        with open("/proc/meminfo", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None

@@ -31,7 +31,9 @@ class JudgeOptions:
     mode: Literal["auto", "logprobs", "generate"] = option("auto", "logprobs (G-Eval expected score), generate (parsed reply) or auto")
     both_orders: bool = option(True, "battles judged in both orders; a verdict that flips is a tie")
     price: dict[str, float] | None = option(None, "{prompt, completion}: $ per 1M tokens, for the cost in the manifest")
-    dtype: Literal["auto", "bfloat16", "float32"] = option("auto", "local judge: auto (bf16 with AMX, else float32), bfloat16, float32")
+    dtype: Literal["auto", "bfloat16", "float32"] = option("auto", "local judge: auto (bfloat16 on a GPU; on a CPU bfloat16 with AMX, else float32), bfloat16, float32")
+    device: str = option("auto", "local judge: where the model runs: auto (a CUDA GPU when torch sees one, else the CPU), "
+                                 "cpu, cuda, cuda:N or mps (the same key as UniEval's and BERTScore's)", nonempty=True)
     max_tokens: int = option(512, "most tokens a reply may have", min=1)
     explain: bool = option(True, "battle: let the judge explain after its score line")
     batch: bool = option(False, "openai backend: send the uncached requests as provider batch jobs (/v1/files, /v1/batches; half price, results within 24 h)")
@@ -52,7 +54,7 @@ class JudgeOptions:
         "auto", "local judge with oneDNN: keep a second copy of the float32 weights in oneDNN's packed layout for "
                 "products of 2+ rows (prompts, drafts, sequences in flight; the same numbers, faster): auto (once "
                 "a call brings 1,024 tokens of decoding budget, if the copy takes at most half the memory "
-                "available), always (at load), never")
+                "available and the process with it at most half the machine's), always (at load), never; CPU only")
 
     def endpoint_specs(self) -> list[dict[str, Any]] | None:
         """[{base_url, concurrency}] for several endpoints (or a list of one); None: the single base_url."""
@@ -105,6 +107,11 @@ class JudgeOptions:
         if self.batch and self.cache is False:
             out.append(("batch", "batch jobs are recorded in the judge cache so that a killed run resumes them; "
                                  "keep judge.cache on"))
+        if self.backend == "local":  # where this process loads the model: a device that is not there stops at load
+            from ..models.device import device_problem
+
+            if (bad := device_problem(self.device)):
+                out.append(("device", bad))
         if looks_like_key(self.api_key_env):
             out.append(("api_key_env", "this looks like an API key, not the name of an environment variable; put the "
                                        "key in a variable (e.g. export OPENAI_API_KEY=...) and name the variable here "

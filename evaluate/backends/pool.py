@@ -39,7 +39,7 @@ def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | Non
         inner = LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead,
                              batch_size=opts.local_batch_size, sequences=opts.local_sequences,
                              batch_tokens=opts.local_batch_tokens,
-                             matmul=opts.local_matmul, pack=opts.local_pack_weights)
+                             matmul=opts.local_matmul, pack=opts.local_pack_weights, device=opts.device)
     if opts.batch:  # provider batch jobs, under the cache (evaluate/backends/batch.py)
         from .batch import wrap
 

@@ -11,6 +11,7 @@ import contextvars
 import os
 import random
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -95,6 +96,8 @@ class Progress:
     A tqdm bar on a terminal; in a log that is not a terminal (CI, `nohup`), a plain line every
     `EVAL_PROGRESS_SECONDS` (default 30) seconds and a last one when a call that took that long
     ends, so a slow local judge is never silent for minutes. EVAL_NO_PROGRESS=1 turns both off.
+    The lines (and the bar's clock) keep coming while nothing finishes: a local model decoding eight
+    long replies together finishes none for minutes, and a silent log looks like a hung one.
     """
 
     def __init__(self, total: int, desc: str = "judging"):
@@ -107,6 +110,27 @@ class Progress:
         self._start = self._last = time.monotonic()
         self._printed = 0
         self._bar = tqdm(total=total, desc=desc, file=sys.stderr, disable=off or not tty, unit="req", dynamic_ncols=True)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+        if not off:
+            self._beat = threading.Thread(target=self._heartbeat, name="progress", daemon=True)
+            self._beat.start()
+
+    def _heartbeat(self) -> None:
+        """While the call lasts: a line (or the bar redrawn) whenever `EVAL_PROGRESS_SECONDS` pass with none."""
+        every = max(self._every, 1.0)
+        while not self._stop.wait(every / 4):
+            if time.monotonic() - self._last < every:
+                continue
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                if self._plain:
+                    self._line()
+                else:
+                    self._last = time.monotonic()
+                    self._bar.refresh()
 
     def add(self, comp: Completion) -> None:
         if comp.cached:
@@ -115,10 +139,11 @@ class Progress:
             self.ok += 1
         else:
             self.failed += 1
-        self._bar.set_postfix(ok=self.ok, failed=self.failed, cached=self.cached, refresh=False)
-        self._bar.update(1)
-        if self._plain and time.monotonic() - self._last >= self._every:
-            self._line()
+        with self._lock:
+            self._bar.set_postfix(ok=self.ok, failed=self.failed, cached=self.cached, refresh=False)
+            self._bar.update(1)
+            if self._plain and time.monotonic() - self._last >= self._every:
+                self._line()
 
     def _line(self) -> None:
         self._last = time.monotonic()
@@ -127,10 +152,12 @@ class Progress:
               f"after {self._last - self._start:.0f}s", file=sys.stderr, flush=True)
 
     def close(self) -> None:
-        done = self.ok + self.failed + self.cached
-        if self._plain and self._last > self._start and done != self._printed:  # a last line, if not said
-            self._line()
-        self._bar.close()
+        self._stop.set()
+        with self._lock:
+            done = self.ok + self.failed + self.cached
+            if self._plain and self._last > self._start and done != self._printed:  # a last line, if not said
+                self._line()
+            self._bar.close()
 
 
 _ACTIVE: contextvars.ContextVar[Progress | None] = contextvars.ContextVar("evaluate_progress", default=None)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..backends.options import JudgeOptions
+from ..backends.preflight import check_model
 from ..core.errors import InputError
 from ..core.io import read_structured
 from ..core.options import option, parse_options
@@ -90,6 +91,8 @@ def load_config(path: Path) -> MtBenchConfig:
         save = None
     if problems:
         raise InputError("; ".join(problems))
+    if judge is not None:
+        check_model(judge, [Path(path).resolve().parent], f"{path}: judge.model")
     cfg = MtBenchConfig(path, opts, judge, None)
     cfg.save_path = cfg.path(save)
     return cfg

@@ -11,19 +11,25 @@ from typing import Callable, Sequence
 from ..backends.base import CHARS_PER_TOKEN, JudgeRequest, cost_usd, estimate_tokens
 from ..backends.cache_path import cache_file, relative_to
 from ..backends.options import JudgeOptions
+from ..backends.preflight import check_model
 from ..core.errors import InputError
 from ..core.io import read_structured
 from ..core.options import parse_options
 from ..core.secrets import secret_values
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # what a shell reports for a job stopped by Ctrl-C (128 + SIGINT)
 EXIT_CODES = (
     "exit codes: 0 all good; 1 a gate failed (--fail-under, --fail-if-worse, --fail-under-win-rate, "
     "--fail-on-untrusted-judge); 2 bad input (config, answer or prompt files, flags, a gate naming an unknown "
     "model, category or score), nothing paid; 3 the judge or scoring failed (the judge unreachable, an "
     "evaluator failed, invalid scores or battle verdicts above max_invalid_share, the report or another output "
-    "not written), which wins over 1. Every non-zero exit ends with one line on stderr saying why: "
-    "`error: ...` for 2, `exit N: ...` for 1 and 3.")
+    "not written), which wins over 1; 130 stopped by Ctrl-C (what was computed is kept: run the same command "
+    "again to resume). Every non-zero exit ends with one line on stderr saying why: `error: ...` for 2, "
+    "`exit N: ...` for 1 and 3, `interrupted: ...` for 130.")
+INTERRUPTED = ("interrupted: what was computed is kept (every judge reply and generated answer already received "
+               "is in its cache; a run's results so far are in its save path, its manifest says \"interrupted\"); "
+               "run the same command again to resume: only what is missing is asked")
 # the order in which codes win when several apply: the judge or scoring failing says more than a gate
 _PRECEDENCE = (EXIT_RUN_ERRORS, EXIT_INPUT, EXIT_FAIL_UNDER, EXIT_OK)
 
@@ -73,9 +79,15 @@ class Parser(argparse.ArgumentParser):
 
 def guarded(main: Callable[[list[str]], int], argv: list[str]) -> int:
     """Run a command's `main`; bad input (InputError, a file that cannot be read or written) becomes
-    one `error: ...` line on stderr and exit 2, without a traceback."""
+    one `error: ...` line on stderr and exit 2, without a traceback; Ctrl-C one `interrupted: ...` line
+    (what is kept, how to resume) and exit 130 (the commands keep what they computed as they go:
+    the caches store each reply as it comes, a run writes its outputs and manifest on the way out)."""
     try:
         return main(argv)
+    except KeyboardInterrupt:
+        # on a terminal the ^C it echoed (or a progress bar) is still on the line
+        print(("\n" if sys.stderr.isatty() else "") + INTERRUPTED, file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -122,6 +134,7 @@ def load_judge(path: Path) -> JudgeOptions:
         problems = [f"{path}: judge.{key}: {msg}" for key, msg in opts.problems()]
     if problems:
         raise InputError("; ".join(problems))
+    check_model(opts, [Path(path).resolve().parent], f"{path}: judge.model")
     return opts
 
 

@@ -48,6 +48,14 @@ class RepEvalOptions:
     seed: int = option(0, "seed of the pair sampling and the synthetic corruptions")
     directions: dict[str, str] = option({}, "criterion -> a direction file fitted by `eval.py repeval fit`")
     pairs: dict[str, str] = option({}, "criterion -> a JSONL file of {good, bad[, src]} pairs")
+    device: str = option("auto", "where the model runs: auto (a CUDA GPU when torch sees one, else the CPU), cpu, "
+                                 "cuda, cuda:N or mps (as judge.device)", nonempty=True)
+
+    def problems(self) -> list[tuple[str, str]]:
+        from ..models.device import device_problem
+
+        bad = device_problem(self.device)
+        return [("device", bad)] if bad else []
 
 
 @register_family
@@ -62,6 +70,16 @@ class RepEvalFamily(Family):
 
         problems = []
         opts: RepEvalOptions = ctx.options
+        if used and names:  # the model found (a relative path from the config's folder) and its folder checked
+            from pathlib import Path
+
+            from ..models.load import preflight
+
+            bases = ([ctx.cfg.source.resolve().parent] if ctx.cfg.source else []) + [Path.cwd()]
+            try:
+                opts.model = preflight(opts.model, bases, "repeval.model", chat=False)
+            except InputError as exc:
+                problems.append(str(exc))
         for i, name in enumerate(names):
             try:
                 template_for(name)
@@ -92,7 +110,7 @@ class RepEvalFamily(Family):
         opts: RepEvalOptions = ctx.options
         d = opts.directions.get(name)
         if d:
-            est = RepEval.load(ctx.cfg.resolve(d))
+            est = RepEval.load(ctx.cfg.resolve(d), device=opts.device)
             how = f"loaded from {d}"
         else:
             p = opts.pairs.get(name)
@@ -112,7 +130,8 @@ class RepEvalFamily(Family):
                 raise InputError(f'RepEval "{name}": only {len(pairs)} training pairs; give repeval.pairs.{name} '
                                  "or more targets")
             kw = {k: getattr(opts, k) for k in ("layer", "token", "n_components") if getattr(opts, k) is not None}
-            est = RepEval(model=opts.model, criterion=name, seed=opts.seed, method=opts.method, **kw).fit(pairs)
+            est = RepEval(model=opts.model, criterion=name, seed=opts.seed, method=opts.method, device=opts.device,
+                          **kw).fit(pairs)
         ctx.memo[key] = (est, how)
         return ctx.memo[key]
 
@@ -136,4 +155,6 @@ class RepEvalFamily(Family):
                                     "model_sha256": est.model_info_.get("sha256"),
                                     "layer": getattr(est, "layer_", None), "token": getattr(est, "token_", None),
                                     "method": est.method, "k": getattr(est, "n_pairs_", None)}
+            if est.runs_on() != "cpu":  # a GPU's hidden states round differently; a CPU signature stays as it was
+                out.signatures[name].update(device=est.runs_on(), dtype=est.model_info_.get("dtype"))
         return out

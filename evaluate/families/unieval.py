@@ -26,6 +26,14 @@ from .base import Family, FamilyOutput, register_family
 @dataclass
 class UniEvalOptions:
     evaluator: Literal["t5", "judge"] = option("t5", "t5: the checkpoints of path_for_UniEval; judge: ask the run's judge")
+    device: str = option("auto", "t5: where the checkpoints run: auto (a CUDA GPU when torch sees one, else the CPU), "
+                                 "cpu, cuda, cuda:N or mps (as judge.device)", nonempty=True)
+
+    def problems(self) -> list[tuple[str, str]]:
+        from ..models.device import device_problem
+
+        bad = device_problem(self.device) if self.evaluator == "t5" else None
+        return [("device", bad)] if bad else []
 
 
 def _resolve(cfg, path: str) -> Path:
@@ -98,7 +106,7 @@ class UniEvalFamily(Family):
                 path = str(_resolve(ctx.cfg, ctx.cfg.path_for_unieval[task]))
                 key = ("t5", path)
                 if key not in ctx.memo:
-                    ctx.memo[key] = unieval.UniEvaluator(path, task=task)
+                    ctx.memo[key] = unieval.UniEvaluator(path, task=task, device=ctx.options.device)
                 ev = ctx.memo[key]
                 for it, s in zip(items, ev.score(task, dim, **args)):
                     it.scores[name] = s

@@ -67,7 +67,7 @@ def check(cfg: Any) -> list[Generated]:
             continue
         where = f"{cfg.source or 'config'}: answers ({entry.name}): generate"
         opts = (load_model_config(entry.generate) if isinstance(entry.generate, Path)
-                else parse_model_block(entry.generate, where))
+                else parse_model_block(entry.generate, where, cfg.source.resolve().parent if cfg.source else None))
         qf = read_questions(_questions_path(cfg, entry))
         if qf.kind != "target":
             raise InputError(f"{qf.path}: {qf.kind} questions; a run's generated answers need this project's target "

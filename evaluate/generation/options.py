@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.options import JudgeOptions
+from ..backends.preflight import check_model
 from ..core.errors import InputError
 from ..core.io import read_structured
 from ..core.options import option, parse_options
@@ -86,8 +87,10 @@ ModelOptions.__module__ = __name__
 TOP_KEYS = ("model",)
 
 
-def parse_model_block(raw: Any, where: str) -> Any:
-    """A `model:` block (a mapping) as ModelOptions; InputError naming `where` and every bad key."""
+def parse_model_block(raw: Any, where: str, base: Path | None = None) -> Any:
+    """A `model:` block (a mapping) as ModelOptions; InputError naming `where` and every bad key. A model
+    this process loads itself is found (a relative path from `base`, the folder of the file holding the
+    block, then the current directory) and its folder checked before anything loads."""
     if isinstance(raw, dict):
         secrets = [k for k in raw if str(k).lower() in ("api_key", "key", "openai_key", "openai_api_key")]
         if secrets:
@@ -96,6 +99,7 @@ def parse_model_block(raw: Any, where: str) -> Any:
     opts, problems = parse_options(ModelOptions, raw, where)
     if problems:
         raise InputError("; ".join(problems))
+    check_model(opts, [base], f"{where}.model")
     return opts
 
 
@@ -116,4 +120,4 @@ def load_model_config(path: Path) -> Any:
     if not isinstance(raw["model"], dict):
         raise InputError(f"{path}: model: expected a mapping (backend, model, base_url, ...), got "
                          f"{type(raw['model']).__name__}")
-    return parse_model_block(raw["model"], f"{path}: model")
+    return parse_model_block(raw["model"], f"{path}: model", Path(path).resolve().parent)

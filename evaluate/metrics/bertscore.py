@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..core.errors import InputError
+from ..models.device import device_problem, device_type, resolve_device
 from .base import METRICS, MetricInput
 from .common import LibraryMetric, library_version
 
@@ -84,6 +85,8 @@ class BertScore(LibraryMetric):
             raise InputError(f"BERTScore: option num_layers: expected a positive integer (the encoder layer to use), "
                              f"got {layers!r}")
         self.num_layers = int(layers or DEFAULT_LAYERS)
+        if o["device"] is not None and (bad := device_problem(o["device"])):
+            raise InputError(f"BERTScore: option device: {bad}")
         if not isinstance(o["batch_size"], int) or o["batch_size"] < 1:
             raise InputError(f"BERTScore: option batch_size must be a positive integer, got {o['batch_size']!r}")
         if o["rescale_with_baseline"]:
@@ -106,7 +109,7 @@ class BertScore(LibraryMetric):
         baseline = self.options["baseline_path"] if self.options["rescale_with_baseline"] else None
         lang = ("zh" if self.language == "cn" else "en") if baseline else None
         with _lock:
-            return _scorer(model, self.num_layers, self.options["device"], baseline, lang)
+            return _scorer(model, self.num_layers, self.device, baseline, lang)
 
     def score(self, items: Sequence[MetricInput]) -> list[dict[str, float]]:
         self.check_references(items)
@@ -127,6 +130,11 @@ class BertScore(LibraryMetric):
             out[i] = {"BERTScore-P": a, "BERTScore-R": b, "BERTScore-F1": c}
         return out
 
+    @property
+    def device(self) -> str:
+        """Where the encoder runs: the option (null: auto, a CUDA GPU when torch sees one, else the CPU)."""
+        return resolve_device(self.options["device"] or "auto", "BERTScore: option device")
+
     def signature(self) -> dict[str, Any]:
         model = self.model_path or f"all-MiniLM-L6-v2 ({library_version(DEFAULT_MODEL_PACKAGE)})"
         sig = dict(
@@ -141,6 +149,8 @@ class BertScore(LibraryMetric):
             # cosine similarities, 0-1 in practice; rescaled scores can fall below 0
             scale=None if self.options["rescale_with_baseline"] else "0-1",
         )
+        if device_type(self.device) != "cpu":  # a GPU rounds differently; a CPU signature stays as it was
+            sig["device"] = device_type(self.device)
         if self.language == "cn" and not self.model_path:
             sig["warning"] = "English-only encoder used on Chinese text"
         return self.describe(**sig)

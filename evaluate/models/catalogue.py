@@ -89,5 +89,6 @@ class ModelInfo:
     source: str  # what was resolved: the GGUF file or the folder
     sha256: str
     dtype: str
+    device: str = "cpu"  # where it runs: "cpu", "cuda", "cuda:1", "mps" (evaluate.models.device)
 
 

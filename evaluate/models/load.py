@@ -22,13 +22,14 @@ import re
 import time
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from ..core.errors import InputError
 
 from .catalogue import PACKAGED, ModelInfo, PackagedModel, PackageFile, ResolvedModel
 from .checksums import _sweep_stale, cache_dir, file_sha256, folder_sha256, verify_sha256
 from .convert import CONVERTED_DTYPE, ensure_converted
+from .device import device_type, resolve_device
 
 _DTYPES = ("bfloat16", "float16", "float32")
 
@@ -54,13 +55,16 @@ def cpu_flags() -> set[str]:
     return set()
 
 
-def resolve_dtype(dtype: str) -> str:
-    """"auto" -> the faster compute dtype on this CPU: bfloat16 where the CPU has AMX (flag
+def resolve_dtype(dtype: str, device: str = "cpu") -> str:
+    """"auto" -> the faster compute dtype on `device`: bfloat16 on a GPU (what its tensor cores run;
+    the judge still projects the logits in float32); on the CPU bfloat16 where it has AMX (flag
     amx_bf16), else float32. Measured on a 2-core avx512_bf16 Xeon without AMX (BENCHMARKS.md): a
     Qwen-1.5B judgment took 11.4 s in float32 against 17.1 s in bfloat16 (a bare GEMM: 191 vs 113
     GFLOPS). Any other value is returned unchanged."""
     if dtype != "auto":
         return dtype
+    if device_type(device) != "cpu":
+        return "bfloat16"
     return "bfloat16" if "amx_bf16" in cpu_flags() else "float32"
 
 
@@ -199,33 +203,140 @@ def _resolve_hub(repo_id: str) -> ResolvedModel:
     return ResolvedModel(name=repo_id, kind="hf", path=folder, sha256=folder_sha256(folder))
 
 
-_LOADED: dict[tuple[str, str], tuple[Any, Any, ModelInfo]] = {}
+# --------------------------------------------------------------------------- before loading
+
+# What transformers' AutoTokenizer can build a tokenizer from (one is enough): a fast tokenizer's own
+# file, a SentencePiece model, a BPE vocabulary with its merges, a WordPiece vocabulary, tiktoken ranks.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json + merges.txt", "vocab.txt",
+                   "*.tiktoken")
+WEIGHT_FILES = ("model.safetensors", "model-*-of-*.safetensors (with model.safetensors.index.json)",
+                "pytorch_model.bin", "pytorch_model-*-of-*.bin")
+CHAT_TEMPLATE_SOURCES = ("chat_template.jinja", "chat_template.json", '"chat_template" in tokenizer_config.json')
+
+
+def _tokenizer_problem(folder: Path) -> str | None:
+    names = {p.name for p in folder.iterdir()}
+    if "tokenizer.json" in names or "vocab.txt" in names or {"vocab.json", "merges.txt"} <= names \
+            or any(n.endswith(".tiktoken") for n in names):
+        return None
+    if names & {"tokenizer.model", "spiece.model"}:
+        if importlib.util.find_spec("sentencepiece") is None:
+            return ("its tokenizer is a SentencePiece model (tokenizer.model) and no tokenizer.json is there to "
+                    "load it without the sentencepiece package, which is not installed: pip install sentencepiece, "
+                    "or save the tokenizer with transformers (tokenizer.save_pretrained) to write tokenizer.json")
+        return None
+    return (f"no tokenizer: looked for {', '.join(TOKENIZER_FILES)} (tokenizer_config.json alone only configures "
+            "one); save the tokenizer into the folder beside the weights (tokenizer.save_pretrained(FOLDER))")
+
+
+def _has_chat_template(folder: Path) -> bool:
+    if (folder / "chat_template.jinja").is_file() or (folder / "chat_template.json").is_file():
+        return True
+    if (folder / "additional_chat_templates").is_dir() and any((folder / "additional_chat_templates").iterdir()):
+        return True
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and bool(config.get("chat_template"))
+
+
+def check_folder(folder: Path, *, chat: bool, what: str = "model") -> None:
+    """The files a Hugging Face folder needs before its weights are read: weights, a tokenizer, and, for
+    `chat` (a judge or a model under test formats chat messages), a chat template. InputError naming
+    the folder and the files looked for; no file is parsed beyond tokenizer_config.json."""
+    folder = Path(folder)
+    names = {p.name for p in folder.iterdir()}
+    if not any(n.endswith((".safetensors", ".bin")) for n in names):
+        raise InputError(f"{what} {folder}: no weights: looked for {', '.join(WEIGHT_FILES)}")
+    problem = _tokenizer_problem(folder)
+    if problem:
+        raise InputError(f"{what} {folder}: {problem}")
+    if chat and not _has_chat_template(folder):
+        raise InputError(
+            f"{what} {folder}: no chat template (looked for {', '.join(CHAT_TEMPLATE_SOURCES)}); a judge or a "
+            "model under test turns chat messages into its prompt with it. Use the instruct/chat checkpoint, or "
+            "copy the chat template of the model it was fine-tuned from (chat_template.jinja) into the folder")
+
+
+def locate(spec: str, bases: Sequence[Path], where: str) -> str:
+    """What the tool will load for `spec` written in a file whose folder is `bases[0]`: a packaged name as
+    it is; a path, relative to the first of `bases` where it exists, made absolute; a Hugging Face id
+    (owner/name) that is no path here as it is. InputError naming the folders searched otherwise."""
+    text = str(spec).strip()
+    if text.lower() in PACKAGED:
+        return spec
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        if path.exists():
+            return str(path)
+        raise InputError(f'{where}: "{spec}": no such file or folder')
+    searched = list(dict.fromkeys(Path(b).resolve() for b in bases))
+    for base in searched:
+        if (base / path).exists():
+            return os.path.normpath(base / path)
+    if _HUB_ID.match(text) and not text.startswith(".") and not text.lower().endswith(".gguf"):
+        return spec  # a hub id: resolved (or refused, offline) when the model is loaded
+    known = ", ".join(m.name for m in PACKAGED.values())
+    raise InputError(f'{where}: "{spec}" is not a packaged model ({known}), and no file or folder of that name is '
+                     f"in the folders searched: {', '.join(str(b) for b in searched)} (a relative path is read "
+                     "from the folder of the file that names it, then from the current directory)")
+
+
+def preflight(spec: str, bases: Sequence[Path], where: str, *, chat: bool) -> str:
+    """Before any weight is read: `spec` located (see `locate`) and, for a Hugging Face folder, its files
+    checked (`check_folder`). Returns what to load. InputError (exit 2) naming `where`."""
+    located = locate(spec, bases, where)
+    path = Path(located)
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            check_folder(path, chat=chat, what=f"{where}:")
+        else:
+            try:
+                _resolve_path(path.resolve(), None)
+            except InputError as exc:
+                raise InputError(f"{where}: {exc}") from None
+    return located
+
+
+# --------------------------------------------------------------------------- loading
+
+_LOADED: dict[tuple[str, str, str], tuple[Any, Any, ModelInfo]] = {}
 _LOAD_LOCK = threading.Lock()
 
 
-def load_causal_lm(spec: str, dtype: str = "auto", expected_sha256: str | None = None) -> tuple[Any, Any, ModelInfo]:
-    """(model, tokenizer, info) for `spec`, in eval mode on CPU.
+def load_causal_lm(spec: str, dtype: str = "auto", expected_sha256: str | None = None, device: str = "cpu",
+                   chat: bool = False) -> tuple[Any, Any, ModelInfo]:
+    """(model, tokenizer, info) for `spec`, in eval mode on `device` (see `evaluate.models.device`;
+    "auto": a CUDA GPU where torch sees one). `chat`: the model must have a chat template (checked
+    before the weights are read).
 
-    Shared within the process: two evaluators that load the same weights in the same dtype get
-    the same objects (treat them as read-only).
+    Shared within the process: two evaluators that load the same weights in the same dtype on the same
+    device get the same objects (treat them as read-only).
     """
-    dtype = resolve_dtype(dtype)
+    device = resolve_device(device)
+    dtype = resolve_dtype(dtype, device)
     if dtype not in _DTYPES:
         raise InputError(f"dtype {dtype!r}: expected one of {', '.join(_DTYPES)}")
     resolved = resolve_model(spec, expected_sha256=expected_sha256)
-    key = (resolved.sha256, dtype)
+    key = (resolved.sha256, dtype, device)
     with _LOAD_LOCK:
         if key in _LOADED:
             return _LOADED[key]
+        if resolved.kind == "hf":
+            check_folder(resolved.path, chat=chat, what=f'model "{spec}":')
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         folder = ensure_converted(resolved)
         tok = AutoTokenizer.from_pretrained(str(folder))
-        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
+        if chat and not getattr(tok, "chat_template", None):
+            raise InputError(f'model "{spec}" ({folder}): the tokenizer has no chat template')
+        where = {} if device == "cpu" else {"device_map": device}  # straight onto the GPU, not through RAM
+        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype), **where)
         model.eval()
         info = ModelInfo(name=resolved.name, path=str(folder), source=str(resolved.path),
-                         sha256=resolved.sha256, dtype=dtype)
+                         sha256=resolved.sha256, dtype=dtype, device=device)
         _LOADED[key] = (model, tok, info)
         return _LOADED[key]
 

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.options import JudgeOptions
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, InputError
 from ..core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
 from ..core.options import parse_options, short as _short, type_name as _type_name
 from ..core.registry import suggest
@@ -400,6 +400,19 @@ def judge_reachability(cfg: RunConfig) -> None:
         raise ConfigError([f"judge: backend openai with no judge.base_url and no API key (environment variable "
                            f"{j.api_key_env} is not set, no --openai_key): set judge.base_url to your server "
                            "(e.g. http://127.0.0.1:8000/v1) or provide the key"], str(cfg.source or "config"))
+
+
+def check_judge_model(cfg: RunConfig) -> None:
+    """At plan time, when the judge is asked: a model this process loads itself (a relative path is read
+    from the config's folder, then the current one) found and its folder checked: a tokenizer, a chat
+    template (evaluate.backends.preflight). Nothing is loaded."""
+    from ..backends.preflight import check_model
+
+    src = cfg.source.resolve().parent if cfg.source else None
+    try:
+        check_model(cfg.judge, [src], "judge.model")
+    except InputError as exc:
+        raise ConfigError([str(exc)], str(cfg.source or "config")) from None
 
 
 def check_model_names(names: list[str], source: str = "config") -> None:

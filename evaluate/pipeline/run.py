@@ -27,7 +27,7 @@ from ..savepath.manifest import iso as _iso, new_run_id, versions
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
-from .config import RunConfig, check_model_names, judge_reachability, resolve_score_names
+from .config import RunConfig, check_judge_model, check_model_names, judge_reachability, resolve_score_names
 from .gates import known_of
 from .outputs import write_outputs
 from .plan import Plan, Prepared, family_context, load_inputs, with_scale
@@ -46,6 +46,7 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     savepath_read.check(cfg.save_path)  # a save path of a newer layout is refused before any work
     if any(w.get("judge_calls") for w in prep.plan.work.values()):
         judge_reachability(cfg)
+        check_judge_model(cfg)
     return prep
 
 
