@@ -21,8 +21,8 @@ from evaluate.core.errors import InputError
 from evaluate.core.records import Record
 from evaluate.core.scores import Invalid, ItemScores
 from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
-from evaluate.pipeline.benchmark import BENCHMARKS, Benchmark, Saved, Scored, register_benchmark
-from evaluate.pipeline.benchmark_outputs import block, row
+from evaluate.benchmarks.benchmark import BENCHMARKS, Benchmark, Saved, Scored, register_benchmark
+from evaluate.benchmarks.outputs import block, row
 
 try:
     from tests.fake_openai_server import FakeOpenAIServer, Reply, fake_openai  # noqa: F401
@@ -177,7 +177,7 @@ def test_docs_list_every_flag_of_the_benchmark_commands() -> None:
     """docs/benchmarks.md names every flag the three commands accept (checked against their parsers)."""
     from evaluate.commands.common import Parser
     from evaluate.commands.leaderboard import _parser as leaderboard_parser
-    from evaluate.pipeline.benchmark import benchmarks
+    from evaluate.benchmarks.benchmark import benchmarks
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     parsers = [leaderboard_parser()]

@@ -132,16 +132,12 @@ def judge_cache(opts: JudgeOptions, save_path: Path, config: Path | None) -> Pat
 
 
 def drive_benchmark(name: str, argv: list[str]) -> int:
-    """`eval.py NAME ...` for any registered benchmark (evaluate.pipeline.benchmark): its flags, its files
+    """`eval.py NAME ...` for any registered benchmark (evaluate.benchmarks.benchmark): its flags, its files
     read and checked, the dry run or the judge, its table, the judge check of this judge, its files and
     the project's outputs (results, battles, summary.csv, report.html, manifest), the exit code."""
-    import importlib
-
-    from ..pipeline.benchmark import benchmarks
+    from ..benchmarks.benchmark import benchmarks
 
     bench = benchmarks().get(name)()
-    if bench.judge_check:  # the command layer hands the judge check over (pipeline/ cannot import judgecheck/)
-        bench.checker = importlib.import_module(f"{__package__.rpartition('.')[0]}.judgecheck.{bench.judge_check}")
     p = Parser(prog=f"eval.py {bench.name}", description=bench.description or bench.summary)
     bench.add_arguments(p)
     if bench.generates:
@@ -188,8 +184,8 @@ def _run_benchmark(bench, args: argparse.Namespace) -> int:
 def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs, cache: Path | None) -> int:
     from ..backends.pool import MeteredBackend, open_backend
     from ..core.clock import utc_now
-    from ..pipeline import benchmark_outputs as bo
-    from ..pipeline.benchmark import ScoringFailed
+    from ..benchmarks import outputs as bo
+    from ..benchmarks.benchmark import ScoringFailed
     from ..pipeline.savedir import SaveDir
 
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731

@@ -216,7 +216,7 @@ def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
 
 
 def benchmark_view(block: Any) -> dict[str, Any] | None:
-    """A battle file's `benchmark` block (the benchmark's own numbers: evaluate.pipeline.benchmark_outputs)
+    """A battle file's `benchmark` block (the benchmark's own numbers: evaluate.benchmarks.outputs)
     with each value and interval written as the benchmark's table writes them; None when absent or malformed."""
     if not isinstance(block, dict) or not isinstance(block.get("rows"), list):
         return None

@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..backends.base import Backend, Completion, JudgeRequest
-from ..core.errors import InputError
-from ..core.io import atomic_write_json, read_structured, read_text, safe_name, sha256_text
-from ..core.options import short
+from ...backends.base import Backend, Completion, JudgeRequest
+from ...core.errors import InputError
+from ...core.io import atomic_write_json, read_structured, read_text, safe_name, sha256_text
+from ...core.options import short
 
 FIELDS = ("instruction", "output_1", "output_2")
 SWITCH_SALT = "is_switched_outputs"  # AlpacaEval's prefix of the per-instruction seed

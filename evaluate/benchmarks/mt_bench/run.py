@@ -4,10 +4,10 @@ show_result.py's tables with the project's intervals beside them.
 
 The pieces, each usable alone:
 - `load_inputs`: question.jsonl, the answer files, the reference answers and judge_prompts.jsonl,
-  checked (mt_bench_data) before anything is paid.
-- `make_matches`: FastChat's matches for a mode (mt_bench_judge).
-- `resume`: which matches an existing judgment file already holds (mt_bench_files).
-- `judge_matches`: a backend in, judgment records out (mt_bench_judge).
+  checked (data) before anything is paid.
+- `make_matches`: FastChat's matches for a mode (judge).
+- `resume`: which matches an existing judgment file already holds (files).
+- `judge_matches`: a backend in, judgment records out (judge).
 - `run_mt_bench`: the above in sequence, writing the files of a save path.
 """
 
@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..backends.base import Backend
-from ..core.errors import InputError
-from ..core.io import atomic_write_json, safe_name, sha256_text, read_text
-from . import mt_bench_files as files
-from .mt_bench_data import (Conversation, JudgePrompt, Question, QuestionId, check_coverage, check_references,
+from ...backends.base import Backend
+from ...core.errors import InputError
+from ...core.io import atomic_write_json, safe_name, sha256_text, read_text
+from . import files as files
+from .data import (Conversation, JudgePrompt, Question, QuestionId, check_coverage, check_references,
                             model_name, read_answers, read_judge_prompts, read_questions, read_references,
                             require_prompt)
-from .mt_bench_judge import (PROMPT_NAMES, PairJudgment, PairMatch, SingleJudgment, SingleMatch, judge_pairs,
+from .judge import (PROMPT_NAMES, PairJudgment, PairMatch, SingleJudgment, SingleMatch, judge_pairs,
                              judge_single, pair_matches, pair_user_prompt, prompt_scale, single_matches,
                              single_user_prompt, template_fields_for)
-from .mt_bench_stats import pair_stats, single_stats
+from .stats import pair_stats, single_stats
 
 MODES = ("single", "pairwise-baseline", "pairwise-all")
 DEFAULT_REFERENCE = "gpt-4"  # FastChat's file of reference answers; used when the judge has none of its own

@@ -5,7 +5,7 @@ scores and the rows of its leaderboard, and leaves its files and the project's o
 save path. One driver (`evaluate.commands.common.drive_benchmark`) runs any of them the same way:
 flags, the judge (`--judge-config`'s `judge:` block, the one judge-cache rule, metered for the
 manifest), `--dry-run` (the requests counted and priced, nothing contacted), the table, the stored
-judge check of this judge, the manifest and report through `benchmark_outputs.write_run`, and the exit
+judge check of this judge, the manifest and report through `benchmarks.outputs.write_run`, and the exit
 code (0 done, 2 bad input, 3 the judge failed on some calls or nothing could be scored).
 
 A fourth benchmark is one module with a `Benchmark` subclass decorated `@register_benchmark`, and
@@ -25,9 +25,7 @@ runs it and `eval.py help` lists it::
 What a benchmark may change of the driver's defaults (MT-bench uses each): `judge_options` (a judge:
 block from its own config file), `judge_file` (the file the judge cache path is relative to), `notes`
 (said on stderr before judging), `lock` (held from opening the judge to the last file written: FastChat's
-files are appended), `check_judge` (the judge check after the table, the judge still open; `judge_check`
-names the module of evaluate.judgecheck the driver hands over as `self.checker`, since pipeline/ cannot
-import judgecheck/), `metered`, `dry_run_cost`, and a `Saved` with `own_manifest` (the run's outputs and
+files are appended), `check_judge` (the judge check after the table, the judge still open), `metered`, `dry_run_cost`, and a `Saved` with `own_manifest` (the run's outputs and
 manifest written by `save` itself) and `exit_line`.
 """
 
@@ -43,8 +41,8 @@ from typing import Any, ClassVar
 from ..core.registry import Registry
 
 # the built-in benchmarks' modules, imported the first time the registry is read
-BUILTIN = ("evaluate.pipeline.arena_hard_outputs", "evaluate.pipeline.alpaca_eval_outputs",
-           "evaluate.pipeline.mt_bench_outputs")
+BUILTIN = ("evaluate.benchmarks.arena_hard.outputs", "evaluate.benchmarks.alpaca_eval.outputs",
+           "evaluate.benchmarks.mt_bench.outputs")
 
 
 class ScoringFailed(Exception):
@@ -80,12 +78,8 @@ class Benchmark:
     # the question kind `--generate NAME=MODEL.yaml` answers (evaluate.generation), "" for none; a benchmark
     # that sets it says where its questions are and where generated answers go (`generation`)
     generates: ClassVar[str] = ""
-    # the module of evaluate.judgecheck that checks this benchmark's judge on its own judgments ("" for none);
-    # the driver imports it and sets `checker` (pipeline/ sits below judgecheck/ and cannot import it)
-    judge_check: ClassVar[str] = ""
     metered: ClassVar[bool] = True  # the judge wrapped in a meter (the usage in the driver's manifest)
     dry_run_cost: ClassVar[bool] = True  # the dry run ends with the cost line when the judge has a price
-    checker: Any = None
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         raise NotImplementedError
@@ -113,7 +107,7 @@ class Benchmark:
                     signature: dict[str, Any], log: Any) -> tuple[str, int]:
         """After the table, the judge still open: (the text to print, 0 or the exit code 3 when the
         check could not run). By default the line on the stored judge check of this judge."""
-        from ..benchmarks.tables import judge_check_line
+        from .tables import judge_check_line
 
         return judge_check_line(args.save_path, signature), 0
 

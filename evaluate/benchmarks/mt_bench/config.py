@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..backends.options import JudgeOptions
-from ..core.errors import InputError
-from ..core.io import read_structured
-from ..core.options import option, parse_options
-from ..core.registry import suggest
+from ...backends.options import JudgeOptions
+from ...core.errors import InputError
+from ...core.io import read_structured
+from ...core.options import option, parse_options
+from ...core.registry import suggest
 
 TOP_KEYS = ("mt_bench", "judge", "save_path")
 

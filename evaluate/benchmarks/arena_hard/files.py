@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
-from ..core.io import read_jsonl, read_structured
+from ...core.errors import InputError
+from ...core.io import read_jsonl, read_structured
 
 
 @dataclass

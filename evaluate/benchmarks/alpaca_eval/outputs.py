@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..core.errors import InputError
-from ..core.io import check_output_dir, clean_json, safe_name
-from ..core.records import Record
-from ..core.scores import Invalid, ItemScores
-from ..judges.battle import BattleItem, BattleResult, OrderJudgment
-from .benchmark import Benchmark, Saved, Scored, register_benchmark
-from .benchmark_outputs import block, judge_signature, row
-from .savedir import SaveDir
+from ...core.errors import InputError
+from ...core.io import check_output_dir, clean_json, safe_name
+from ...core.records import Record
+from ...core.scores import Invalid, ItemScores
+from ...judges.battle import BattleItem, BattleResult, OrderJudgment
+from ..benchmark import Benchmark, Saved, Scored, register_benchmark
+from ..outputs import block, judge_signature, row
+from ...pipeline.savedir import SaveDir
 
 FAMILY = "AlpacaEval"
 SCORE = "preference"
@@ -132,7 +132,7 @@ def add_run(save: SaveDir, *, evaluator: Any, reference: Any, models: Sequence[A
     (identical outputs: a draw, 0.5, without a judge call; AlpacaEval lists it at 50%), so the paired
     comparison of a model with the baseline tests its win rate against 50%. Returns the manifest's
     `models` entries."""
-    from ..judges.battle_summary import by_category
+    from ...judges.battle_summary import by_category
 
     baseline = reference.generator
     sig = {"evaluator": "alpaca_eval", "benchmark": "AlpacaEval 2 (tatsu-lab/alpaca_eval's protocol)",
@@ -179,7 +179,7 @@ class _Inputs:
 @register_benchmark
 class AlpacaEval(Benchmark):
     """Judges model outputs against a baseline by AlpacaEval's protocol (evaluate/benchmarks/
-    alpaca_eval_judge.py) with the judge of --judge-config's `judge:` block. Writes
+    alpaca_eval/judge.py) with the judge of --judge-config's `judge:` block. Writes
     OUT/<model>/<annotator>/annotations.json (AlpacaEval's results layout) with judge_run.json beside it,
     prints each model's win rate beside its length-controlled one, and leaves the project's outputs.
     Decoding (max_tokens, temperature, top_logprobs) comes from the evaluator config, as AlpacaEval sends
@@ -216,7 +216,7 @@ class AlpacaEval(Benchmark):
         return args.reference_outputs, args.save_path / "model_outputs"
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
-        from ..benchmarks import alpaca_eval_judge as ae
+        from . import judge as ae
 
         evaluator = ae.read_evaluator(args.evaluator_config)
         reference = ae.read_outputs(args.reference_outputs)
@@ -254,7 +254,7 @@ class AlpacaEval(Benchmark):
 
     def judge(self, inputs: _Inputs, backend: Any) -> dict[str, Any]:
         """Annotate every pair; write each model's annotations.json; the win rates and LC over the models."""
-        from ..benchmarks import alpaca_eval_judge as ae
+        from . import judge as ae
 
         args, evaluator, planned = inputs.args, inputs.evaluator, inputs.planned
         if inputs.logprobs and not backend.supports_logprobs:
@@ -280,7 +280,7 @@ class AlpacaEval(Benchmark):
         return {"results": results, "annotations": annotations, "judge_model": info["judge"].get("model")}
 
     def scores(self, inputs: _Inputs, judged: dict[str, Any]) -> Scored:
-        from ..benchmarks.tables import alpaca_eval_table, wrap
+        from ..tables import alpaca_eval_table, wrap
 
         results = judged["results"]
         lc, lc_note = _length_controlled([path for _, path, _ in results.values()])
@@ -334,7 +334,7 @@ class AlpacaEval(Benchmark):
 def _length_controlled(paths: Sequence[Path]) -> tuple[dict[str, dict[str, Any]], str]:
     """AlpacaEval's length-controlled win rates of the models just judged, the models judged together
     being the reference set (`eval.py leaderboard --alpaca-eval` refits them over a larger one)."""
-    from ..benchmarks import alpaca_eval as board
+    from . import leaderboard as board
 
     try:
         b = board.leaderboard([m for p in paths for m in board.read_annotations(p)])

@@ -26,13 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..core.errors import InputError
-from ..core.io import atomic_write_text, check_output_dir, clean_json, read_text, safe_name, sha256_text
-from ..core.records import Record
-from ..judges.battle import BattleItem, BattleResult, OrderJudgment
-from .benchmark import Benchmark, Saved, Scored, ScoringFailed, register_benchmark
-from .benchmark_outputs import block, judge_signature, row
-from .savedir import SaveDir
+from ...core.errors import InputError
+from ...core.io import atomic_write_text, check_output_dir, clean_json, read_text, safe_name, sha256_text
+from ...core.records import Record
+from ...judges.battle import BattleItem, BattleResult, OrderJudgment
+from ..benchmark import Benchmark, Saved, Scored, ScoringFailed, register_benchmark
+from ..outputs import block, judge_signature, row
+from ...pipeline.savedir import SaveDir
 
 FAMILY = "Arena-Hard"
 GAME_ORDER = ("BA", "AB")  # game 1: the baseline is assistant A (shown first); game 2: the model is
@@ -100,7 +100,7 @@ def add_run(save: SaveDir, *, judgments: Mapping[str, Sequence[Mapping[str, Any]
             lengths: str, seed: int) -> list[dict[str, Any]]:
     """A battle per model of the table against the baseline and every model's answers; returns the
     manifest's `models` entries. `judgments`: model -> its judgment records against `baseline`."""
-    from ..judges.battle_summary import by_category
+    from ...judges.battle_summary import by_category
 
     sig = {"evaluator": "arena_hard", "benchmark": "Arena-Hard (lmarena/arena-hard-auto @ 196f6b8's protocol)",
            "judge": judge_signature(judge), "judge_name": judge_name, "baseline": baseline, "seed": seed,
@@ -159,7 +159,7 @@ class _Inputs:
 
 @register_benchmark
 class ArenaHard(Benchmark):
-    """Judges models against the baseline by Arena-Hard's protocol (evaluate/benchmarks/arena_hard.py)
+    """Judges models against the baseline by Arena-Hard's protocol (evaluate/benchmarks/arena_hard/run.py)
     with the judge of --judge-config's `judge:` block. --bench holds question.jsonl and
     model_answer/<model>.jsonl (Arena-Hard's data/<bench_name>/ folder); --judge-prompt defaults to
     judge_prompt_v0.1.json there or in its parent. Writes OUT/model_judgment/<judge>/<model>.jsonl in
@@ -200,7 +200,7 @@ class ArenaHard(Benchmark):
         return args.bench / "question.jsonl", args.save_path / "model_answer"
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
-        from ..benchmarks import arena_hard as ah
+        from . import run as ah
 
         policy = args.missing or _missing_key(args.judge_config)
         check_output_dir(args.save_path, "--save_path",
@@ -236,7 +236,7 @@ class ArenaHard(Benchmark):
     def judge(self, inputs: _Inputs, backend: Any) -> int:
         """Judge what is missing, write the judgment files, copy the answers beside them (the leaderboard
         reads them there, as show_result.py does); returns the number of games that failed."""
-        from ..benchmarks import arena_hard as ah
+        from . import run as ah
 
         failed = 0
         for m in inputs.models:
@@ -252,8 +252,8 @@ class ArenaHard(Benchmark):
         return failed
 
     def scores(self, inputs: _Inputs, judged: int) -> Scored:
-        from ..benchmarks import arena_hard as ah
-        from ..benchmarks.tables import arena_hard_table
+        from . import run as ah
+        from ..tables import arena_hard_table
 
         save_path = inputs.args.save_path
         try:
@@ -270,7 +270,7 @@ class ArenaHard(Benchmark):
                       exit_line=f"exit 3: {failed}" if failed else "", detail={"lengths": lengths})
 
     def save(self, save: SaveDir, inputs: _Inputs, judged: int, scored: Scored, judge: dict[str, Any]) -> Saved:
-        from ..benchmarks import arena_hard as ah
+        from . import run as ah
 
         args = inputs.args
         buf = io.StringIO()
@@ -312,8 +312,8 @@ def _answer_file(bench: Path, model: str) -> Path:
 
 def _missing_key(config: Path) -> str:
     """`missing:` beside the judge: block of --judge-config (refuse when absent)."""
-    from ..core.io import read_structured
-    from ..core.registry import suggest
+    from ...core.io import read_structured
+    from ...core.registry import suggest
 
     raw = read_structured(config, "judge config")
     value = raw.get("missing", "refuse") if isinstance(raw, dict) else "refuse"
@@ -327,7 +327,7 @@ def _common_questions(questions: list[dict[str, Any]], answers: list[Any], polic
                       ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """The questions to judge and, per model, the ids left out because its file has no answer for them.
     By default a missing answer is refused: the score would cover other questions than its neighbours'."""
-    from ..benchmarks import arena_hard as ah
+    from . import run as ah
 
     gone = ah.missing_answers(questions, answers)
     if not gone:
@@ -345,7 +345,7 @@ def _ids(ids: list[str], most: int = 10) -> str:
 
 
 def _left_out_line(left_out: dict[str, list[str]]) -> str:
-    from ..benchmarks.tables import wrap
+    from ..tables import wrap
 
     drop = {u for ids in left_out.values() for u in ids}
     return wrap(f"missing: common: {len(drop)} question(s) left out for every model, not answered by "

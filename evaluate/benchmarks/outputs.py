@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.cache import VOLATILE_FIELDS
-from ..benchmarks.tables import JUDGE_CHECK_SCOPE, stored_judge_check
+from .tables import JUDGE_CHECK_SCOPE, stored_judge_check
 from ..core.clock import utc_now
 from ..core.secrets import scrub_argv
 from ..savepath import manifest as savepath_manifest
-from .config import scrubbed_judge
-from .outputs import write_outputs
-from .savedir import SaveDir
+from ..pipeline.config import scrubbed_judge
+from ..pipeline.outputs import write_outputs
+from ..pipeline.savedir import SaveDir
 
 
 def judge_signature(signature: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,8 @@
 Each question is judged twice against the baseline: game 1 with the baseline as assistant A, game 2
 swapped, each with Arena-Hard's system prompt and user template; the verdict is read with the
 config's patterns. A reply with no verdict is kept (score null, the raw reply in `judgment`) and the
-question is left out of the scores, as show_result.py leaves it out. Files: arena_hard_files.py;
-statistics: arena_hard_scores.py.
+question is left out of the scores, as show_result.py leaves it out. Files: files.py;
+statistics: scores.py.
 """
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..backends.base import Backend, JudgeRequest
-from ..core.errors import InputError
-from .arena_hard_files import (Answers, JudgePrompt, parse_verdict, read_answer_dir, read_judge_prompt,  # noqa: F401
+from ...backends.base import Backend, JudgeRequest
+from ...core.errors import InputError
+from .files import (Answers, JudgePrompt, parse_verdict, read_answer_dir, read_judge_prompt,  # noqa: F401
                                read_answers, read_judgments, read_questions, render, write_judgments)
-from .arena_hard_scores import battle_outcomes, raw_scores, style_controlled, style_metadata, token_counter
+from .scores import battle_outcomes, raw_scores, style_controlled, style_metadata, token_counter
 
 DEFAULT_BASELINE = "gpt-4-0314"
 
@@ -152,7 +152,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
     """Arena-Hard's leaderboard of the judgments under bench_dir/model_judgment/<judge>/: raw score
     (win rate against the baseline, %) and style-controlled score (length and markdown controlled),
     each with its 90% bootstrap interval; avg_tokens is the mean answer length (tokens, see
-    arena_hard_scores.token_len) over the questions judged for that model (the baseline: over every
+    scores.token_len) over the questions judged for that model (the baseline: over every
     question judged), so that --limit limits it too; n_invalid counts questions left out for a missing
     verdict."""
     bench_dir = Path(bench_dir)

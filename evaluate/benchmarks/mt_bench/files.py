@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..core.errors import InputError
-from ..core.io import read_jsonl
-from ..core.options import short
-from .mt_bench_judge import SCALE, Game, PairJudgment, SingleJudgment, outside
+from ...core.errors import InputError
+from ...core.io import read_jsonl
+from ...core.options import short
+from .judge import SCALE, Game, PairJudgment, SingleJudgment, outside
 
 INVALID_SCORE = -1
 ERROR = "error"

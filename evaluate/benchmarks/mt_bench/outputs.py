@@ -39,20 +39,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..backends.cache import VOLATILE_FIELDS
-from ..benchmarks.mt_bench import Inputs, RunResult
-from ..benchmarks.mt_bench_judge import PairJudgment, PairMatch, SingleJudgment
-from ..core.clock import utc_now
-from ..core.errors import InputError
-from ..core.io import check_output_dir, clean_json
-from ..core.records import Record, Turn, turn_key
-from ..core.scores import Invalid, ItemScores
-from ..core.secrets import scrub_argv
-from ..savepath import manifest as savepath_manifest
-from ..judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
-from .benchmark import Benchmark, Saved, Scored, register_benchmark
-from .outputs import write_outputs
-from .savedir import SaveDir
+from ...backends.cache import VOLATILE_FIELDS
+from .run import Inputs, RunResult
+from .judge import PairJudgment, PairMatch, SingleJudgment
+from ...core.clock import utc_now
+from ...core.errors import InputError
+from ...core.io import check_output_dir, clean_json
+from ...core.records import Record, Turn, turn_key
+from ...core.scores import Invalid, ItemScores
+from ...core.secrets import scrub_argv
+from ...savepath import manifest as savepath_manifest
+from ...judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
+from ..benchmark import Benchmark, Saved, Scored, register_benchmark
+from ...pipeline.outputs import write_outputs
+from ...pipeline.savedir import SaveDir
 
 FAMILY = "MT-bench"
 SCORE = "score"
@@ -190,7 +190,7 @@ def fastchat_pair_counts(items: Sequence[BattleItem]) -> dict[str, Any]:
 
 
 def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, list[Record]]) -> None:
-    from ..judges.battle_summary import battle_ranking, by_category, controlled
+    from ...judges.battle_summary import battle_ranking, by_category, controlled
 
     sig = {**_base_signature(result.summary, "pairwise"), "prompt": sorted({m.prompt.name for m in result.matches}),
            "both_orders": True, "turn_rule": "show_result.py: the two games agree, else a tie; an error game: invalid",
@@ -275,18 +275,17 @@ class _Run:
 
 @register_benchmark
 class MTBench(Benchmark):
-    """MT-bench from FastChat's own files (evaluate/benchmarks/mt_bench.py says how). Writes
+    """MT-bench from FastChat's own files (evaluate/benchmarks/mt_bench/run.py says how). Writes
     OUT/model_judgment/<judge>_{single,pair}.jsonl (FastChat's files, appended: the driver holds the save
     path's lock), OUT/judge_cache.sqlite and OUT/mt_bench_summary.json, prints show_result.py's tables,
     then the project's outputs of the run (`write_run`, with its own manifest) and their closing lines.
     `--judge-check N`: the label-free judge check on N of the run's judged turns
-    (evaluate/judgecheck/mt_bench.py, handed over by the driver), stored and shown like a run's."""
+    (evaluate/benchmarks/mt_bench/judge_check.py), stored and shown like a run's."""
 
     name, key, family = "mt-bench", "mt_bench", FAMILY
     generates = "mt-bench"
     summary = "MT-bench from FastChat's files and judge prompts"
     description = "MT-bench judged as FastChat's gen_judgment.py does, scored as its show_result.py does."
-    judge_check = "mt_bench"
     metered = False  # the judge check reads the judge's own usage
     dry_run_cost = False
     _config_judge: Any = None
@@ -310,7 +309,7 @@ class MTBench(Benchmark):
 
     def check(self, args: argparse.Namespace) -> None:
         """The run's settings from the flags, the config file filling what the flags leave out."""
-        from ..benchmarks.mt_bench_config import load_config
+        from .config import load_config
 
         if args.config is not None:
             cfg = load_config(args.config)
@@ -346,7 +345,7 @@ class MTBench(Benchmark):
         return args.data / "question.jsonl", args.save_path / "model_answer"
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Run:
-        from ..benchmarks import mt_bench as bench
+        from . import run as bench
 
         if args.limit is not None and args.limit < 1:
             raise InputError(f"--limit: expected a positive number of questions per category, got {args.limit}")
@@ -362,9 +361,9 @@ class MTBench(Benchmark):
         return {}  # counted per prompt by dry_run_text, from the matches still missing in FastChat's file
 
     def dry_run_text(self, run: _Run, requests: dict[str, list[Any]], judge: Any) -> str:
-        from ..benchmarks import mt_bench as bench
-        from ..benchmarks import mt_bench_files as files
-        from ..benchmarks.mt_bench_judge import plan
+        from . import files, judge_check
+        from . import run as bench
+        from .judge import plan
 
         inputs, mode, n = run.inputs, run.args.mode, run.args.judge_check
         matches = bench.make_matches(inputs, mode, run.baseline)
@@ -379,11 +378,11 @@ class MTBench(Benchmark):
             lines.append(f"{name:<30}{k:>14}{k - left:>14}{left:>10}\n")
         lines.append(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{todo.total:>10}\n")
         if inputs.unjudged:
-            from ..benchmarks.tables import wrap
+            from ..tables import wrap
 
             lines.append(wrap(bench.unjudged_note(inputs.unjudged)))
         if n:
-            lines.append(f"judge check: at most {self.checker.most_calls(matches, inputs.models, mode, n)} more "
+            lines.append(f"judge check: at most {judge_check.most_calls(matches, inputs.models, mode, n)} more "
                          f"calls ({n} judged turns x each corruption that applies; the cache may hold some)\n")
         return "".join(lines)
 
@@ -393,24 +392,25 @@ class MTBench(Benchmark):
         return ""
 
     def lock(self, args: argparse.Namespace) -> Any:
-        from ..core.lock import SaveLock
+        from ...core.lock import SaveLock
 
         return _held(SaveLock.acquire(args.save_path, "mt-bench"))  # FastChat's files are appended: one run at a time
 
     def judge(self, run: _Run, backend: Any) -> RunResult:
-        from ..benchmarks import mt_bench as bench
+        from . import run as bench
 
         return bench.run_mt_bench(run.inputs, run.args.mode, backend, run.args.save_path,
                                   judge_model=run.judge.model, baseline=run.baseline)
 
     def scores(self, run: _Run, judged: RunResult) -> Scored:
-        from ..benchmarks.mt_bench_text import summary_text
+        from .text import summary_text
 
         return Scored(summary_text(judged.summary) + "\n")
 
     def check_judge(self, args: argparse.Namespace, run: _Run, judged: RunResult, backend: Any,
                     signature: dict[str, Any], log: Any) -> tuple[str, int]:
-        check = self.checker
+        from . import judge_check as check
+
         _, _, run.key = check.identity(backend.signature(), run.inputs, args.mode)
         if not args.judge_check:
             return "", 0
@@ -425,9 +425,9 @@ class MTBench(Benchmark):
             return "", 3
 
     def save(self, save: SaveDir, run: _Run, judged: RunResult, scored: Scored, judge: dict[str, Any]) -> Saved:
-        from ..benchmarks.mt_bench_config import config_dict
-        from .checkstore import lookup
-        from .config import scrubbed_judge
+        from .config import config_dict
+        from ...pipeline.checkstore import lookup
+        from ...pipeline.config import scrubbed_judge
 
         args = run.args
         record = run.record or lookup(args.save_path, run.key)
@@ -449,7 +449,7 @@ class MTBench(Benchmark):
         return Saved([], own_manifest=True, view=view, exit_line=line)
 
     def closing(self, saved: Saved, report: Path | None) -> str:
-        from ..report.terminal import closing_summary
+        from ...report.terminal import closing_summary
 
         return "\n" + closing_summary(saved.view) + "\n" if saved.view is not None else ""
 
@@ -469,7 +469,7 @@ class _held:
 
 def _check_summary(record: dict[str, Any] | None, key: str) -> dict[str, Any]:
     """What the manifest and each signature say of the judge check of this judge and these prompts."""
-    from .checkstore import summary_of
+    from ...pipeline.checkstore import summary_of
 
     if record is None:
         return {"checked": False, "trustworthy": None, "key": key,
