@@ -21,7 +21,7 @@ from evaluate.core.errors import InputError
 from evaluate.core.records import Record
 from evaluate.core.scores import Invalid, ItemScores
 from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
-from evaluate.benchmarks.benchmark import BENCHMARKS, Benchmark, Saved, Scored, register_benchmark
+from evaluate.benchmarks.benchmark import BENCHMARKS, Benchmark, Scored, register_benchmark
 from evaluate.benchmarks.outputs import block, row
 
 try:
@@ -66,7 +66,7 @@ class Toy(Benchmark):
         text = f"toy: {inputs['args'].model} wins {rate:.1f}% of {len(valid)} questions against the baseline\n"
         return Scored(text, ["model", "win_rate", "n"], rows, detail={"verdicts": verdicts})
 
-    def save(self, save, inputs, judged, scored, judge) -> Saved:
+    def save(self, save, inputs, judged, scored, judge) -> None:
         model, items = inputs["args"].model, inputs["items"]
         verdicts = scored.detail["verdicts"]
         recs = [Record(id=str(it["id"]), category="toy", instruction=it["question"], output=it["model"])
@@ -94,8 +94,8 @@ class Toy(Benchmark):
         save.open_model("baseline", str(inputs["args"].items),  # the baseline's answers, unscored
                         [Record(id=str(it["id"]), category="toy", instruction=it["question"], output=it["baseline"])
                          for it in items])
-        return Saved([{"name": model, "answer_file": str(inputs["args"].items), "records": len(recs)}],
-                     {"items": str(inputs["args"].items)})
+        save.header.update(models=[{"name": model, "answer_file": str(inputs["args"].items), "records": len(recs)}],
+                           toy={"items": str(inputs["args"].items)})
 
 
 @pytest.fixture

@@ -183,13 +183,12 @@ def _run_benchmark(bench, args: argparse.Namespace) -> int:
 
 def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs, cache: Path | None) -> int:
     from ..backends.pool import MeteredBackend, open_backend
-    from ..core.clock import utc_now
     from ..benchmarks import outputs as bo
     from ..benchmarks.benchmark import ScoringFailed
     from ..pipeline.savedir import SaveDir
 
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
-    run_id, started = bo.new_run_id(), utc_now()
+    save = SaveDir(args.save_path, log=log)  # the run in progress: its id and start time
     inner = open_backend(opts, cache)
     # what this run asked of the judge, for the manifest
     backend = MeteredBackend(inner, opts.price) if bench.metered else inner
@@ -206,17 +205,14 @@ def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs
         print(text, end="")
     finally:
         inner.close()
-    save = SaveDir(args.save_path, log=log)
-    saved = bench.save(save, inputs, judged, scored, signature)
-    manifest = (saved.view.manifest if saved.own_manifest and saved.view is not None else None) or {}
-    if not saved.own_manifest:
-        manifest = bo.write_run(save, benchmark=bench.key, family=bench.family, run_id=run_id, started=started,
-                                judge_opts=opts, judge=signature, usage=backend.usage(), models=saved.models,
-                                errors=[{"family": bench.family, "error": e} for e in scored.errors],
-                                extra={bench.key: saved.extra} if saved.extra else None)
-    report = (manifest.get("outputs_files") or {}).get("report")
-    print(bench.closing(saved, Path(report) if report else None), end="")
-    if (line := saved.exit_line or scored.exit_line):
+    bench.save(save, inputs, judged, scored, signature)
+    run = bo.write_run(save, benchmark=bench.key, family=bench.family, judge_opts=opts, judge=signature,
+                       usage=backend.usage() if bench.metered else None,
+                       errors=[{"family": bench.family, "error": e} for e in scored.errors],
+                       charts=not getattr(args, "no_charts", False))  # the run's log, as written
+    report = (run.header.get("outputs_files") or {}).get("report")
+    print(bench.closing(run, Path(report) if report else None), end="")
+    if (line := bench.exit_line(run, scored)):
         print(line, file=sys.stderr)
         return EXIT_RUN_ERRORS
     return check_code or EXIT_OK

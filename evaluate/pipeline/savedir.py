@@ -34,25 +34,30 @@ from ..core.records import Record
 from ..core.scores import ItemScores
 from ..savepath import layout, read, write
 from ..savepath.layout import pair_stem as battle_stem
-from ..savepath.manifest import stamp_layout
+from ..savepath.manifest import iso, new_run_id, stamp_layout
 from .results import ModelResults, signature_diff
 
 
 class SaveDir:
     """Results, battles and the ranking of one save path, held in memory and written once."""
 
-    def __init__(self, path: Path, log: Callable[[str], None] = lambda s: None):
-        """Raises LayoutError (bad input) when the save path was written in a newer layout."""
+    def __init__(self, path: Path, log: Callable[[str], None] = lambda s: None, *, run_id: str | None = None,
+                 started: str | None = None):
+        """Raises LayoutError (bad input) when the save path was written in a newer layout. `run_id`,
+        `started`: the run in progress (a new id and now when not given), for its manifest."""
         read.check(path)
         self.path = Path(path)
         self.log = log
+        self.run_id = run_id or new_run_id()
+        self.started = started or iso()
+        self.header: dict[str, Any] = {}  # manifest entries of the run a benchmark adds (its models, its block)
         self.models: dict[str, ModelResults] = {}
         self.battles: dict[str, dict[str, Any]] = {}  # stem -> battle file content
         self.ranking: dict[str, Any] | None = None
         self.signature_changes: list[dict[str, Any]] = []
         self.opened: set[str] = set()  # models this run scores (the others come from earlier runs)
         self._dicts: tuple[str | None, list[dict[str, Any]]] | None = None
-        self._files: read.ResultFiles | None = None
+        self._files: tuple[list[tuple[Path, dict[str, Any]]], list[read.Unreadable]] | None = None
         self.unreadable: list[read.Unreadable] = []  # earlier result files that could not be read
         self.writes: dict[str, int] = {}  # path -> times written by this object (tests read it)
 
@@ -61,10 +66,10 @@ class SaveDir:
                    skipped: dict[str, int] | None = None) -> ModelResults:
         """The model's results, starting from its earlier file in this save path (if any)."""
         path = layout.results_file(self.path, name)
-        earlier = self.earlier_files()
-        old: Any = earlier.by_path().get(path)
+        found, bad = self.earlier_files()
+        old: Any = next((d for p, d in found if p == path), None)
         if old is None:
-            old = next((u for u in earlier.unreadable if u.path == path), None)
+            old = next((u for u in bad if u.path == path), None)
         res = self.models[name] = ModelResults.open(self.path, name, answer_file, records, earlier=old)
         res.skipped_categories = dict(skipped or {})
         self.opened.add(name)
@@ -83,8 +88,9 @@ class SaveDir:
         self.ranking = data
         return layout.ranking_file(self.path)
 
-    def earlier_files(self) -> read.ResultFiles:
-        """The result files the save path held before this run, parsed once per run."""
+    def earlier_files(self) -> tuple[list[tuple[Path, dict[str, Any]]], list[read.Unreadable]]:
+        """The result files the save path held before this run, parsed once per run: (those read with
+        their content, those that could not be read)."""
         if self._files is None:
             self._files = read.read_results(self.path)
         return self._files
@@ -94,19 +100,19 @@ class SaveDir:
         share a save path), so every output shows every model; a file that cannot be read is named
         in the log (and `unreadable`), never dropped silently. Returns the names added."""
         found = []
-        files = self.earlier_files()
-        for path, data in files.found:
+        files, unreadable = self.earlier_files()
+        for path, data in files:
             if data["model"] in self.models:
                 continue
             try:
                 self.models[data["model"]] = ModelResults.from_dict(data)
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                files.unreadable.append(read.Unreadable(path, f"{type(exc).__name__}: {exc}"))
+                unreadable.append(read.Unreadable(path, f"{type(exc).__name__}: {exc}"))
                 continue
             found.append(data["model"])
-        files.found = [(p, d) for p, d in files.found if not any(u.path == p for u in files.unreadable)]
+        files[:] = [(p, d) for p, d in files if not any(u.path == p for u in unreadable)]
         opened = {layout.results_file(self.path, m) for m in self.opened}
-        for bad in files.unreadable:
+        for bad in unreadable:
             if bad.path not in opened and bad not in self.unreadable:
                 self.unreadable.append(bad)
                 self.log(f"warning: {bad}: not read, so not in this run's outputs (summary, comparisons, report)")

@@ -29,9 +29,10 @@ from ...core.io import check_output_dir, clean_json, safe_name
 from ...core.records import Record
 from ...core.scores import Invalid, ItemScores
 from ...judges.battle import BattleItem, BattleResult, OrderJudgment
-from ..benchmark import Benchmark, Saved, Scored, register_benchmark
+from ..benchmark import Benchmark, Scored, register_benchmark
 from ..outputs import block, judge_signature, row
 from ...pipeline.savedir import SaveDir
+from ...savepath import layout
 
 FAMILY = "AlpacaEval"
 SCORE = "preference"
@@ -213,7 +214,7 @@ class AlpacaEval(Benchmark):
             raise InputError(f"--limit: expected a positive number of instructions, got {args.limit}")
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.reference_outputs, args.save_path / "model_outputs"
+        return args.reference_outputs, layout.model_outputs_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
         from . import judge as ae
@@ -312,7 +313,7 @@ class AlpacaEval(Benchmark):
                       if failed else [], exit_line=exit_line, detail={"lc": lc, "lc_note": lc_note})
 
     def save(self, save: SaveDir, inputs: _Inputs, judged: dict[str, Any], scored: Scored,
-             judge: dict[str, Any]) -> Saved:
+             judge: dict[str, Any]) -> None:
         results = judged["results"]
         entries = add_run(save, evaluator=inputs.evaluator, reference=inputs.reference, models=inputs.models,
                           pairs=inputs.pairs, annotations=judged["annotations"],
@@ -325,9 +326,9 @@ class AlpacaEval(Benchmark):
             print("note: the judge gave no log-probabilities: preferences were read from the generated token "
                   "(m -> 1, M -> 2, as a binarized AlpacaEval config reads them), so the win rate is a discrete one",
                   file=sys.stderr)
-        return Saved(entries, extra)
+        save.header.update({"models": entries, self.key: extra})
 
-    def closing(self, saved: Saved, report: Path | None) -> str:
+    def closing(self, log: Any, report: Path | None) -> str:
         return f"  report: {report}\n" if report else ""
 
 

@@ -33,8 +33,6 @@ path keeps its scores.
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -42,16 +40,14 @@ from typing import Any, Sequence
 from ...backends.cache import VOLATILE_FIELDS
 from .run import Inputs, RunResult
 from .judge import PairJudgment, PairMatch, SingleJudgment
-from ...core.clock import utc_now
 from ...core.errors import InputError
 from ...core.io import check_output_dir, clean_json
 from ...core.records import Record, Turn, turn_key
 from ...core.scores import Invalid, ItemScores
-from ...core.secrets import scrub_argv
-from ...savepath import manifest as savepath_manifest
+from ...savepath import layout
+from ...savepath.manifest import model_entry
 from ...judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
-from ..benchmark import Benchmark, Saved, Scored, register_benchmark
-from ...pipeline.outputs import write_outputs
+from ..benchmark import Benchmark, Scored, register_benchmark
 from ...pipeline.savedir import SaveDir
 
 FAMILY = "MT-bench"
@@ -225,12 +221,9 @@ def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, 
                 save.set_ranking(ranking)
 
 
-def write_run(save: SaveDir, inputs: Inputs, result: RunResult, *, mode: str, config: dict[str, Any],
-              judge_check: dict[str, Any] | None = None, charts: bool = True) -> Any:
-    """Results (single) or battles (pairwise), then every output of a run through write_outputs;
-    returns the report's view (None when nothing was written). `judge_check`: the stored check of this
-    judge and these prompts (`checkstore.summary_of`), shown in the manifest and every signature."""
-    run_id = savepath_manifest.new_run_id()
+def add_run(save: SaveDir, inputs: Inputs, result: RunResult, *, mode: str) -> list[dict[str, Any]]:
+    """Results (single) or battles (pairwise) of a run into `save`; returns the manifest's `models`
+    entries (each answer file's sha256 as FastChat's files were read)."""
     recs = records_of(inputs)
     for model in inputs.models:
         save.open_model(model, str(inputs.answer_paths[model]), recs[model])
@@ -238,28 +231,9 @@ def write_run(save: SaveDir, inputs: Inputs, result: RunResult, *, mode: str, co
         add_single(save, inputs, result, recs)
     else:
         add_pairs(save, inputs, result, recs)
-    summary = result.summary
-    manifest: dict[str, Any] = {
-        "run_id": run_id, "status": "ok", "benchmark": "mt_bench", "config": config,
-        "argv": scrub_argv(sys.argv), "versions": savepath_manifest.versions(), "finished": utc_now(),
-        "models": [{"name": m, "answer_file": str(p), "sha256": (summary["files"]["answers"][m] or {}).get("sha256"),
-                    "records": len(recs[m])} for m, p in inputs.answer_paths.items()],
-        "mt_bench": {k: summary[k] for k in ("mode", "baseline", "counts", "files")},
-        "errors": [], "usage": {},
-    }
-    if summary["counts"]["failed"]:
-        manifest["errors"].append({"family": FAMILY, "error": f"the judge failed on {summary['counts']['failed']} "
-                                                              "match(es); run again to judge them"})
-    if judge_check is not None:
-        manifest["judge_check"] = judge_check
-        save.include_earlier()
-        save.stamp(f"{FAMILY}/", "judge_check", {x: judge_check.get(x) for x in ("trustworthy", "verdict", "key")})
-    if manifest["errors"]:
-        manifest["status"] = "finished with errors"
-    t0 = time.time()
-    view = write_outputs(save, manifest, run_id=run_id, charts=charts)
-    save.log(f"outputs written in {time.time() - t0:.1f} s")
-    return view
+    files = result.summary["files"]["answers"]
+    return [model_entry(m, p, len(recs[m]), sha256=(files[m] or {}).get("sha256"))
+            for m, p in inputs.answer_paths.items()]
 
 
 # ------------------------------------------------------------------ the benchmark, as eval.py mt-bench runs it
@@ -278,7 +252,7 @@ class MTBench(Benchmark):
     """MT-bench from FastChat's own files (evaluate/benchmarks/mt_bench/run.py says how). Writes
     OUT/model_judgment/<judge>_{single,pair}.jsonl (FastChat's files, appended: the driver holds the save
     path's lock), OUT/judge_cache.sqlite and OUT/mt_bench_summary.json, prints show_result.py's tables,
-    then the project's outputs of the run (`write_run`, with its own manifest) and their closing lines.
+    then the project's outputs of the run (its results or battles, `add_run`) and their closing lines.
     `--judge-check N`: the label-free judge check on N of the run's judged turns
     (evaluate/benchmarks/mt_bench/judge_check.py), stored and shown like a run's."""
 
@@ -342,7 +316,7 @@ class MTBench(Benchmark):
         return args.judge_config or args.config
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.data / "question.jsonl", args.save_path / "model_answer"
+        return args.data / "question.jsonl", layout.model_answer_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Run:
         from . import run as bench
@@ -352,7 +326,7 @@ class MTBench(Benchmark):
         baseline = args.baseline
         if args.mode == "pairwise-baseline" and baseline is None:
             baseline = "gpt-3.5-turbo"
-        check_output_dir(args.save_path, "--save_path", subdirs=("model_judgment", "results", "battles", "runs"))
+        check_output_dir(args.save_path, "--save_path", subdirs=layout.BENCHMARK_FOLDERS)
         inputs = bench.load_inputs(args.data, args.answers, judge_model=judge.model, mode=args.mode,
                                    baseline=baseline, prompts_path=args.judge_prompts, limit=args.limit)
         return _Run(args, judge, inputs, baseline)
@@ -392,7 +366,7 @@ class MTBench(Benchmark):
         return ""
 
     def lock(self, args: argparse.Namespace) -> Any:
-        from ...core.lock import SaveLock
+        from ...savepath.lock import SaveLock
 
         return _held(SaveLock.acquire(args.save_path, "mt-bench"))  # FastChat's files are appended: one run at a time
 
@@ -405,7 +379,10 @@ class MTBench(Benchmark):
     def scores(self, run: _Run, judged: RunResult) -> Scored:
         from .text import summary_text
 
-        return Scored(summary_text(judged.summary) + "\n")
+        failed = judged.summary["counts"]["failed"]
+        return Scored(summary_text(judged.summary) + "\n",
+                      errors=[f"the judge failed on {failed} match(es); run again to judge them"] if failed else [],
+                      detail={"counts": judged.summary["counts"]})
 
     def check_judge(self, args: argparse.Namespace, run: _Run, judged: RunResult, backend: Any,
                     signature: dict[str, Any], log: Any) -> tuple[str, int]:
@@ -424,34 +401,36 @@ class MTBench(Benchmark):
             log(f"exit 3: the judge check could not run: {type(exc).__name__}: {exc}")
             return "", 3
 
-    def save(self, save: SaveDir, run: _Run, judged: RunResult, scored: Scored, judge: dict[str, Any]) -> Saved:
+    def save(self, save: SaveDir, run: _Run, judged: RunResult, scored: Scored, judge: dict[str, Any]) -> None:
+        """Results or battles into `save`; the manifest keeps the `mt_bench:` config and the judge check
+        of this judge and these prompts (the run's own, `--judge-check N`, or the stored one)."""
         from .config import config_dict
         from ...pipeline.checkstore import lookup
         from ...pipeline.config import scrubbed_judge
 
         args = run.args
         record = run.record or lookup(args.save_path, run.key)
-        config = config_dict(args.data, args.answers, args.mode, run.baseline, args.judge_prompts, args.limit,
-                             args.judge_check, args.save_path, scrubbed_judge(run.judge))
-        view = write_run(save, run.inputs, judged, mode=args.mode, config=config,
-                         judge_check=_check_summary(record, run.key), charts=not args.no_charts)
-        errors = [e for e in ((view.manifest or {}).get("errors") or [] if view else [])
-                  if e.get("family") != FAMILY]
-        counts = judged.summary["counts"]
-        line = ""
-        if counts["failed"]:
-            line = (f"error: the judge failed on {counts['failed']} match(es); they were not written: run again to "
-                    "judge them")
-        elif counts["matches"] and not counts["valid"]:
-            line = "error: no judgment could be read (every reply is invalid); see mt_bench_summary.json"
-        elif errors:
-            line = f"exit 3: {errors[0].get('error')}"
-        return Saved([], own_manifest=True, view=view, exit_line=line)
+        models = add_run(save, run.inputs, judged, mode=args.mode)
+        save.header.update({
+            "models": models, "judge_check": _check_summary(record, run.key),
+            "config": config_dict(args.data, args.answers, args.mode, run.baseline, args.judge_prompts, args.limit,
+                                  args.judge_check, args.save_path, scrubbed_judge(run.judge)),
+            self.key: {k: judged.summary[k] for k in ("mode", "baseline", "counts", "files")}})
 
-    def closing(self, saved: Saved, report: Path | None) -> str:
+    def exit_line(self, log: Any, scored: Scored) -> str:
+        counts = scored.detail["counts"]
+        errors = [e for e in log.errors if isinstance(e, dict) and e.get("family") != FAMILY]
+        if counts["failed"]:
+            return (f"error: the judge failed on {counts['failed']} match(es); they were not written: run again to "
+                    "judge them")
+        if counts["matches"] and not counts["valid"]:
+            return "error: no judgment could be read (every reply is invalid); see mt_bench_summary.json"
+        return f"exit 3: {errors[0].get('error')}" if errors else ""
+
+    def closing(self, log: Any, report: Path | None) -> str:
         from ...report.terminal import closing_summary
 
-        return "\n" + closing_summary(saved.view) + "\n" if saved.view is not None else ""
+        return "\n" + closing_summary(log) + "\n" if log.results else ""
 
 
 class _held:
