@@ -596,3 +596,24 @@ def test_the_run_log_reads_whole_or_as_its_header_and_refuses_a_newer_layout(tmp
     with pytest.raises(NoResults, match="no results"):
         read_run_log(tmp_path / "nothing")
     assert read_run_header(tmp_path / "nothing").manifest is None  # a header of nothing is an empty one
+
+
+def test_the_run_headers_under_a_folder_newest_first(tmp_path, capsys):
+    from evaluate.savepath import find_run_headers
+
+    for name, models in (("one", ("model_a",)), ("two", ("model_a", "model_b"))):
+        assert main(["--config", str(_metrics_run(tmp_path, f"{name}.json", tmp_path / "runs" / name, models)),
+                     "--no-charts"]) == 0
+    cfg = _metrics_run(tmp_path, "s.json", tmp_path / "runs" / "sharded")
+    assert main(["--config", str(cfg), "--shard", "1/2", "--no-charts"]) == 0
+    capsys.readouterr()
+    for second, run in enumerate(("one", "two", "sharded/shard-1-of-2"), 1):  # one second apart, in this order
+        path = tmp_path / "runs" / run / "manifest.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "finished": f"2026-11-27T00:00:0{second}+00:00"}))
+    newer = tmp_path / "runs" / "newer"
+    (newer / "results").mkdir(parents=True)
+    (newer / "manifest.json").write_text(json.dumps({"layout": LAYOUT_VERSION + 1}))
+    heads = find_run_headers(tmp_path / "runs", tmp_path / "nowhere")
+    assert [h.path.name for h in heads] == ["shard-1-of-2", "two", "one"]  # the newest first; the newer layout left out
+    assert all(h.header_only and h.status == "ok" for h in heads)
+    assert heads[1].models == ["model_a", "model_b"] and heads[2].full().models == ["model_a"]

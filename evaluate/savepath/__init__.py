@@ -9,11 +9,12 @@ report, families, judge check, generation, benchmarks) or reads one can use it."
 
 from .answers import read_answers, write_answers
 from .layout import LAYOUT_VERSION, LayoutError, check_layout
-from .log import NoResults, RunLog, ScoreRow, read_run_header, read_run_log
+from .log import NoResults, RunLog, ScoreRow, find_run_headers, read_run_header, read_run_log
 from .manifest import iso, new_manifest, new_run_id, stamp_layout, versions
 from .read import Unreadable, read_results
 from .write import write_bytes, write_figure, write_json, write_text
 
-__all__ = ["LAYOUT_VERSION", "LayoutError", "NoResults", "RunLog", "ScoreRow", "Unreadable", "check_layout", "iso",
-           "new_manifest", "new_run_id", "read_answers", "read_results", "read_run_header", "read_run_log",
-           "stamp_layout", "versions", "write_answers", "write_bytes", "write_figure", "write_json", "write_text"]
+__all__ = ["LAYOUT_VERSION", "LayoutError", "NoResults", "RunLog", "ScoreRow", "Unreadable", "check_layout",
+           "find_run_headers", "iso", "new_manifest", "new_run_id", "read_answers", "read_results", "read_run_header",
+           "read_run_log", "stamp_layout", "versions", "write_answers", "write_bytes", "write_figure", "write_json",
+           "write_text"]

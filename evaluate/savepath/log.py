@@ -5,7 +5,8 @@ it back as a `RunLog`: `eval.py summary` and `report`, `compare`, the gates, the
 (`evaluate.api`) and the viewer. Two ways in:
 
 - `read_run_header(path)`: the manifest only (its layout checked), cheap enough for a list of a
-  thousand runs: id, status, times, models, versions, usage, errors, the judge check's verdict.
+  thousand runs: id, status, times, models, versions, usage, errors, the judge check's verdict;
+  `find_run_headers(folder, ...)`: the header of every save path under the folders, newest first.
 - `read_run_log(path)` (or `RunLog.read`): everything: the result files (`results`, each model's
   items, scores, signatures and aggregates), battles and ranking, comparisons, the judge check,
   SAGEval's summaries, the charts, the labels; `header.full()` reads the rest of a header.
@@ -28,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .layout import layout_of
+from .layout import LayoutError, layout_of, manifest_file, results_dir
 from .manifest import model_names
 from .read import (Unreadable, chart_files, read_battles, read_comparisons, read_judge_check, read_labels,
                    read_manifest, read_results, read_sageval)
@@ -242,3 +243,23 @@ def read_run_log(path: str | Path) -> RunLog:
 def read_run_header(path: str | Path) -> RunLog:
     """A save path's manifest alone, as a RunLog whose `header_only` is set (`.full()` reads the rest)."""
     return RunLog.read(path, header_only=True)
+
+
+def find_run_headers(*folders: str | Path) -> list[RunLog]:
+    """The header of every save path under `folders` (each folder that holds manifest.json or a results/
+    folder, the given folders included, a sharded run's shards too), newest first (by `finished`, else
+    `started`). A save path of a newer layout is left out: a list of runs does not stop at one it
+    cannot read (opening it says why)."""
+    found: dict[Path, RunLog] = {}
+    for folder in map(Path, folders):
+        if not folder.is_dir():
+            continue
+        marks = [manifest_file(folder), *folder.rglob(manifest_file(Path(".")).name),
+                 *folder.rglob(results_dir(Path(".")).name)]
+        for path in sorted({m.parent for m in marks if m.exists()}):
+            if path not in found and (manifest_file(path).is_file() or results_dir(path).is_dir()):
+                try:
+                    found[path] = read_run_header(path)
+                except LayoutError:
+                    continue
+    return sorted(found.values(), key=lambda h: str(h.finished or h.started or ""), reverse=True)
