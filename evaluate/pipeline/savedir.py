@@ -1,28 +1,15 @@
-"""The only owner of a save path.
+"""A run in progress: the writer of a save path's run log (docs/save-path.md lists its files).
 
-Layout under `save_path`:
-
-    results/<model>.json    one per model; scores of earlier runs kept while answer and signature hold
-    battles/<a>__vs__<b>.json, battles/ranking.json   pairwise judge battles and the ranking
-    comparisons/            paired comparisons of every pair of models (evaluate.pipeline.comparisons)
-    summary.csv             every aggregate of every model (long format)
-    charts/<family>/*.png   comparison charts
-    report.html             the self-contained report
-    manifest.json           the last run: config and hash, versions, models, times, counts, errors
-    runs/<run_id>.json      every run's manifest
-    judge_cache.sqlite      the judge's replies (unless judge.cache says elsewhere)
-    judge_checks/, judge_check.json, sageval/   the judge check's store, SAGEval's summaries
-
-A run holds every model's results, battles and ranking in memory; each file is written once, at
-the end (also when the run fails or is interrupted: what was computed is kept). Aggregates are
-computed once per model. Two scores meet only when their signatures agree: a score whose
-signature changed since an earlier run into the same save path replaces the earlier scores of
-that key (the change is named, with both signatures); a comparison of two models whose
-signatures differ is refused row by row (`evaluate.pipeline.comparisons`).
-
-The format itself (where each file lives, the one writer, the one reader, the layout version in
-the manifest) is `evaluate.savepath`'s; this class holds a run's content in memory and writes it
-through that package. Earlier result files are read once per run (`earlier_files`).
+A run, a merge or a benchmark command holds every model's results, battles and ranking here, in
+memory, with its run id, its start and a benchmark's manifest entries (`header`); each file is written
+once, at the end (also when the run fails or is interrupted: what was computed is kept), through
+`evaluate.savepath` (where each file lives, the one writer, the layout version in the manifest).
+Aggregates are computed once per model. Two scores meet only when their signatures agree: a score
+whose signature changed since an earlier run into the same save path replaces the earlier scores of
+that key (the change is named, with both signatures); a comparison of two models whose signatures
+differ is refused row by row (`evaluate.pipeline.comparisons`). Earlier result files are read once
+per run (`earlier_files`). What was written comes back as the run's `RunLog`
+(`evaluate.pipeline.outputs`).
 """
 
 from __future__ import annotations
