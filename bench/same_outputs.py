@@ -6,8 +6,9 @@ command's wall time per checkout and the differences (none: exit 0; some: exit 1
 
     .venv/bin/python bench/same_outputs.py --before /path/to/old/checkout [--after .] [--runs 3]
 
-Each checkout is copied to the same place before it runs (its source files, not .git, .venv or results),
-so the paths a config resolves to, and so the config's hash, are the same for both. The runs alternate
+Each checkout is copied to one place (PLACE, emptied before and after: one instance at a time) before
+it runs, its source files only (no .git, .venv or results), so the paths a config resolves to, and so
+the config's hash, are the same for every run of both. The runs alternate
 between the two checkouts (A B A B ...), and the best time of each is reported, on a shared machine
 whose load changes while it runs. An output that differs between two runs of the same checkout is
 named as unsteady (it says nothing about the change); PNG charts are compared by name only (matplotlib
@@ -30,6 +31,7 @@ from pathlib import Path
 RUN_ID = re.compile(r"\d{8}T\d{6}Z-(?:[a-z]+-)?[0-9a-f]{6}")
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 SECONDS = re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms|seconds)\b")
+PLACE = Path(tempfile.gettempdir()) / "same-outputs"  # one place for every run: a config's hash holds its paths
 STEPS = (("run", ["--config", "configs/example_en.yaml", "--only", "Metrics", "--save_path", "{out}"]),
          ("summary", ["summary", "{out}", "--width", "100"]),
          ("report", ["report", "{out}"]))
@@ -79,13 +81,17 @@ def main() -> int:
     unsteady: set[str] = set()
     for _ in range(args.runs):
         for label, root in roots.items():
-            with tempfile.TemporaryDirectory(prefix="same-outputs-") as tmp:
-                here = Path(tmp) / "checkout"
-                shutil.copytree(root, here, ignore=shutil.ignore_patterns(".git", ".venv*", ".cache", "results",
-                                                                          "__pycache__"))
-                (Path(tmp) / "shared").symlink_to((root.parent / "shared").resolve()) \
-                    if (root.parent / "shared").exists() else None
-                times, seen = run_once(here, Path(tmp), env)
+            tmp = PLACE
+            shutil.rmtree(tmp, ignore_errors=True)
+            here = tmp / "checkout"
+            shutil.copytree(root, here, ignore=shutil.ignore_patterns(".git", ".venv*", ".cache", "results",
+                                                                      "__pycache__"))
+            if (root.parent / "shared").exists():
+                (tmp / "shared").symlink_to((root.parent / "shared").resolve())
+            try:
+                times, seen = run_once(here, tmp, env)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
             for k, v in times.items():
                 best[label][k] = min(best[label].get(k, float("inf")), v)
             if label in outputs:
