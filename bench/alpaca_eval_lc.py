@@ -29,7 +29,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluate.benchmarks.alpaca_eval import ModelAnnotations, leaderboard, read_annotations  # noqa: E402
+from evaluate.benchmarks.alpaca_eval.leaderboard import ModelAnnotations, leaderboard, read_annotations  # noqa: E402
 from evaluate.stats.battle import length_controlled_win_rate  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "alpaca_eval"

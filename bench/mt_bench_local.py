@@ -7,7 +7,7 @@ judge on the same conversations.
    answers) is written under results/mt_bench_local/ (generated from ../shared at run time, never
    committed) and judged with `eval.py mt-bench --mode single` (turn 1 and turn 2; a math question
    gets its reference answer): time per judgment.
-2. The judge check on the run's own conversations (evaluate/judgecheck/mt_bench.py, what
+2. The judge check on the run's own conversations (evaluate/benchmarks/mt_bench/judge_check.py, what
    `eval.py mt-bench --judge-check N` runs): each judged turn again with the assistant's answer
    replaced by a corrupted copy (truncated to its first third; the answer to another question),
    FastChat's prompt unchanged. A judge worth trusting rates the intact answer higher: the
@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from evaluate.backends.pool import open_backend  # noqa: E402
-from evaluate.benchmarks.mt_bench import load_inputs, make_matches  # noqa: E402
-from evaluate.benchmarks.mt_bench_judge import judge_single  # noqa: E402
+from evaluate.benchmarks.mt_bench.run import load_inputs, make_matches  # noqa: E402
+from evaluate.benchmarks.mt_bench.judge import judge_single  # noqa: E402
 from evaluate.commands.common import load_judge  # noqa: E402
 from evaluate.commands.mt_bench import main as mt_bench_main  # noqa: E402
-from evaluate.judgecheck.mt_bench import run_check  # noqa: E402
+from evaluate.benchmarks.mt_bench.judge_check import run_check  # noqa: E402
 from evaluate.report.page import write_report  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"

@@ -17,124 +17,94 @@ line prints; nothing here prints or exits.
 from __future__ import annotations
 
 import copy
-import math
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .core.errors import InputError
 from .core.io import read_structured
 from .pipeline.gates import GateResult, GateView, check_names, evaluate, parse_gates
-from .report.data import NoResults, SaveData, load_save_path
+from .savepath.log import NoResults, RunLog, ScoreRow
 
 __all__ = ["ScoreRow", "SavedRun", "open_run", "run", "InputError"]
 
 
-@dataclass(frozen=True)
-class ScoreRow:
-    """One score of one item: `value` is None when the score is invalid (`invalid` then says why,
-    e.g. the judge's reply that could not be parsed); an invalid score is never averaged in."""
-
-    model: str
-    category: str
-    id: str
-    score: str  # `Family/name`, e.g. GPT/correctness, Metrics/F1, GPT/relevance@turn2
-    value: float | None
-    invalid: str | None
-
-
 class SavedRun:
-    """A save path, read once from its files (results/, comparisons/, battles/, manifest.json)."""
+    """A save path for a notebook: its run log (`log`, an `evaluate.savepath.RunLog`, read once from
+    results/, comparisons/, battles/, manifest.json), with the log's rows by the API's names and the
+    gates of `eval.py summary`. Everything it says comes from the log."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         try:
-            self.data: SaveData = load_save_path(self.path)
+            self.log: RunLog = RunLog.read(self.path)
         except NoResults as exc:
             raise InputError(str(exc)) from None
         from .pipeline.comparisons import current
 
-        fresh = current(self.path)  # comparison files of an older version: decided again in memory
+        fresh = current(self.log)  # comparison files of an older version: decided again in memory
         if fresh is not None:
-            self.data.comparisons = fresh
+            self.log.comparisons = fresh
+
+    @property
+    def data(self) -> RunLog:
+        """The run log (the name this attribute had before the log had its own type)."""
+        return self.log
 
     def __repr__(self) -> str:
         return f"SavedRun({str(self.path)!r}, models={self.models})"
 
     @property
     def models(self) -> list[str]:
-        return list(self.data.models)
+        return list(self.log.models)
 
     @property
     def categories(self) -> list[str]:
         """The categories with scores (records of categories the config left out are kept, unscored)."""
-        return sorted({c for r in self.data.results for c in ((r.get("aggregates") or {}).get("by_category") or {})})
+        return self.log.scored_categories
 
     @property
     def manifest(self) -> dict[str, Any]:
-        return dict(self.data.manifest or {})
+        return dict(self.log.manifest or {})
 
     @property
     def status(self) -> str | None:
         """The run's own status (ok, finished with errors, failed); gates not included."""
-        return (self.data.manifest or {}).get("status")
+        return self.log.status
 
     def scores(self) -> list[ScoreRow]:
         """Every item's scores, valid and invalid, in model, item and score order."""
-        rows = []
-        for res in self.data.results:
-            for it in res.get("items") or []:
-                invalid = it.get("invalid") or {}
-                for key in sorted({*(it.get("scores") or {}), *invalid}):
-                    v = (it.get("scores") or {}).get(key)
-                    bad = invalid.get(key)
-                    value = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) \
-                        and bad is None else None
-                    why = (bad.get("reason") if isinstance(bad, dict) else str(bad)) if bad is not None else \
-                        (None if value is not None else "no finite value")
-                    rows.append(ScoreRow(res.get("model", ""), str(it.get("category", "")), str(it.get("id")),
-                                         key, value, why))
-        return rows
+        return self.log.scores()
 
     def frame(self) -> Any:
         """The rows of `scores()` as a pandas DataFrame (columns model, category, id, score, value,
         invalid); ImportError naming the package when pandas is not installed."""
         try:
-            import pandas as pd
+            import pandas  # noqa: F401
         except ImportError:
             raise ImportError("SavedRun.frame() needs pandas: pip install pandas (or the `api` extra); "
                               "SavedRun.scores() gives the same rows without it") from None
-        return pd.DataFrame([asdict(r) for r in self.scores()],
-                            columns=["model", "category", "id", "score", "value", "invalid"])
+        return self.log.frame()
 
     def means(self) -> dict[str, dict[str, float | None]]:
         """model -> score -> its mean over all items (the closing lines' table)."""
-        out = {}
-        for res in self.data.results:
-            overall = (res.get("aggregates") or {}).get("overall") or {}
-            out[res.get("model", "")] = {k: v.get("mean") for k, v in overall.items() if isinstance(v, dict)}
-        return out
+        return self.log.means()
 
     def comparisons(self) -> list[dict[str, Any]]:
         """One row per pair, category ("(all)" over every item) and score: model_a, model_b, mean_a,
         mean_b, diff (A - B), interval, level, p, p_adj, role (confirmatory or exploratory), verdict."""
-        rows = []
-        for comp in self.data.comparisons:
-            for r in comp.get("rows") or []:
-                rows.append({"model_a": comp.get("model_a"), "model_b": comp.get("model_b"), **r})
-        return rows
+        return self.log.comparison_rows()
 
     def battles(self) -> list[dict[str, Any]]:
         """One summary per battled pair: model_a, model_b, wins / ties / losses of model_a, invalid,
         win_rate of model_a (ties half) and its 95% interval."""
-        return [dict(b.get("summary") or {}) for b in self.data.battles]
+        return self.log.battle_summaries()
 
     def gate(self, fail_under: Iterable[str] = (), fail_if_worse: Iterable[str] = (),
              fail_under_win_rate: Iterable[str] = (), untrusted_judge: bool = False) -> list[GateResult]:
         """The gates of `eval.py summary SAVE --fail-under ...`, over the models the run scored;
         InputError for a gate naming what the run does not hold."""
         gates = parse_gates(list(fail_under), list(fail_if_worse), list(fail_under_win_rate), untrusted_judge)
-        view = GateView.of(self.data)
+        view = GateView.of(self.log)
         view.gated = [m for m in self.models if m in view.gated]
         check_names(gates, view.known())
         return evaluate(gates, view)

@@ -43,8 +43,8 @@ def _help() -> str:
 
 
 def _more_benchmarks() -> dict[str, str]:
-    """Benchmarks registered beyond the built-in commands (evaluate.pipeline.benchmark): name -> line."""
-    from .pipeline.benchmark import benchmarks
+    """Benchmarks registered beyond the built-in commands (evaluate.benchmarks.benchmark): name -> line."""
+    from .benchmarks.benchmark import benchmarks
 
     reg = benchmarks()
     return {n: reg.get(n).summary for n in reg.names() if n not in COMMANDS}

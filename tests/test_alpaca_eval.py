@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluate.benchmarks.alpaca_eval import (COLUMNS, EXTRA_COLUMNS, ModelAnnotations, head_to_head, leaderboard,
+from evaluate.benchmarks.alpaca_eval.leaderboard import (COLUMNS, EXTRA_COLUMNS, ModelAnnotations, head_to_head, leaderboard,
                                              read_annotations, read_model_outputs)
 from evaluate.commands.leaderboard import main as leaderboard_main
 from evaluate.core.errors import InputError
@@ -269,7 +269,7 @@ def test_cli_single_file_flags_minimal_method(tmp_path, capsys):
 def test_cli_arena_hard_writes_rows(tmp_path, capsys):
     """leaderboard --arena-hard on a small judgment folder: the CSV holds leaderboard_table's rows for
     the seed given, the question without a verdict is counted apart, the table fits 80 columns."""
-    from evaluate.benchmarks.arena_hard import leaderboard_table
+    from evaluate.benchmarks.arena_hard.run import leaderboard_table
 
     (tmp_path / "model_judgment" / "j").mkdir(parents=True)
     (tmp_path / "model_answer").mkdir()

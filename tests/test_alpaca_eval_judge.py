@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from evaluate.benchmarks import alpaca_eval_judge as ae
+from evaluate.benchmarks.alpaca_eval import judge as ae
 from evaluate.commands.alpaca_eval import main
 
 try:
@@ -167,7 +167,7 @@ def test_three_models_messages_preferences_layout_and_cache(data, fake_openai, t
         assert run_info["seed"] == 0 and run_info["evaluator"]["prompt"]["path"].endswith("alpaca_eval_clf.txt")
 
     # the LC column is the leaderboard's LC over the models judged together
-    from evaluate.benchmarks.alpaca_eval import leaderboard, read_annotations
+    from evaluate.benchmarks.alpaca_eval.leaderboard import leaderboard, read_annotations
     board = leaderboard([a for m in MODELS for a in read_annotations(out / m / ANNOTATOR / "annotations.json")])
     for r in board.rows:
         if r["model"] != BASELINE:

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluate.benchmarks import arena_hard as ah
-from evaluate.benchmarks import arena_hard_scores as scores
-from evaluate.benchmarks.arena_hard_scores import _fit_bt, battle_outcomes, markdown_counts, raw_scores
+from evaluate.benchmarks.arena_hard import run as ah
+from evaluate.benchmarks.arena_hard import scores
+from evaluate.benchmarks.arena_hard.scores import _fit_bt, battle_outcomes, markdown_counts, raw_scores
 from evaluate.commands.arena_hard import main
 from evaluate.core.errors import InputError
 
@@ -185,7 +185,7 @@ def test_battles_and_fits_by_hand() -> None:
 # test_matches_show_result writes (verdict_text above, first 100 questions, judge "fake-judge"), run
 # outside this repository: its own functions in a throwaway copy, numpy's global generator seeded
 # with 0 (np.random.seed(0), the only change: it never seeds it), the answers' metadata being what
-# arena_hard_scores.style_metadata writes without tiktoken (words and punctuation for token_len),
+# arena_hard/scores.style_metadata writes without tiktoken (words and punctuation for token_len),
 # the unrounded numbers read where it formats them. Commands and the check on 500 questions and
 # several seeds: BENCHMARKS.md, "Arena-Hard: agreement with show_result.py".
 UPSTREAM: dict[str, dict[str, float]] = {

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluate.benchmarks import arena_hard_scores as scores
+from evaluate.benchmarks.arena_hard import scores
 
 ANSWERS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "arena_hard" / "arena-hard-v0.1" / "model_answer"
 
@@ -80,7 +80,7 @@ def test_word_count_fallback_is_said_in_the_footer(fresh, monkeypatch, tmp_path)
     assert fresh.token_len("def f(x):\n    return x**2\n") == 11
     assert fresh.token_counter().startswith("words and punctuation marks")
     assert "bpe-openai" in fresh.token_counter()
-    from evaluate.benchmarks.arena_hard import lengths_note
+    from evaluate.benchmarks.arena_hard.run import lengths_note
 
     (tmp_path / "model_answer").mkdir()
     (tmp_path / "model_answer" / "m.jsonl").write_text(json.dumps(

@@ -174,7 +174,7 @@ def test_arena_hard_copied_judgment_file_is_refused_naming_both(ah_data, fake_op
 
 
 def test_arena_hard_tokens_limit_nargs_and_flags(ah_data, fake_openai, tmp_path) -> None:
-    from evaluate.benchmarks.arena_hard import _metadata, read_answers
+    from evaluate.benchmarks.arena_hard.run import _metadata, read_answers
 
     fake_openai.reply_fn = verdicts
     out = tmp_path / "out"

@@ -21,8 +21,8 @@ from evaluate.core.errors import InputError
 from evaluate.core.records import Record
 from evaluate.core.scores import Invalid, ItemScores
 from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
-from evaluate.pipeline.benchmark import BENCHMARKS, Benchmark, Saved, Scored, register_benchmark
-from evaluate.pipeline.benchmark_outputs import block, row
+from evaluate.benchmarks.benchmark import BENCHMARKS, Benchmark, Scored, register_benchmark
+from evaluate.benchmarks.outputs import block, row
 
 try:
     from tests.fake_openai_server import FakeOpenAIServer, Reply, fake_openai  # noqa: F401
@@ -66,7 +66,7 @@ class Toy(Benchmark):
         text = f"toy: {inputs['args'].model} wins {rate:.1f}% of {len(valid)} questions against the baseline\n"
         return Scored(text, ["model", "win_rate", "n"], rows, detail={"verdicts": verdicts})
 
-    def save(self, save, inputs, judged, scored, judge) -> Saved:
+    def save(self, save, inputs, judged, scored, judge) -> None:
         model, items = inputs["args"].model, inputs["items"]
         verdicts = scored.detail["verdicts"]
         recs = [Record(id=str(it["id"]), category="toy", instruction=it["question"], output=it["model"])
@@ -94,8 +94,8 @@ class Toy(Benchmark):
         save.open_model("baseline", str(inputs["args"].items),  # the baseline's answers, unscored
                         [Record(id=str(it["id"]), category="toy", instruction=it["question"], output=it["baseline"])
                          for it in items])
-        return Saved([{"name": model, "answer_file": str(inputs["args"].items), "records": len(recs)}],
-                     {"items": str(inputs["args"].items)})
+        save.header.update(models=[{"name": model, "answer_file": str(inputs["args"].items), "records": len(recs)}],
+                           toy={"items": str(inputs["args"].items)})
 
 
 @pytest.fixture
@@ -177,7 +177,7 @@ def test_docs_list_every_flag_of_the_benchmark_commands() -> None:
     """docs/benchmarks.md names every flag the three commands accept (checked against their parsers)."""
     from evaluate.commands.common import Parser
     from evaluate.commands.leaderboard import _parser as leaderboard_parser
-    from evaluate.pipeline.benchmark import benchmarks
+    from evaluate.benchmarks.benchmark import benchmarks
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md").read_text(encoding="utf-8")
     parsers = [leaderboard_parser()]

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from evaluate.cli import main
-from evaluate.core.lock import LOCK_NAME
+from evaluate.savepath.layout import LOCK_NAME
 
 try:
     from tests.fake_openai_server import Reply, fake_openai  # noqa: F401

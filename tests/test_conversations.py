@@ -185,11 +185,11 @@ def test_metrics_score_the_last_turn_against_its_reference(run_once):
 
 
 def test_report_browser_shows_every_turn(run_once):
-    from evaluate.report.data import load_save_path
+    from evaluate.savepath import read_run_log
     from evaluate.report.page import browser_data
 
     tmp, _, _ = run_once
-    data = browser_data(load_save_path(tmp / "out"))
+    data = browser_data(read_run_log(tmp / "out"))
     a, b = data["models"].index("model_a"), data["models"].index("model_b")
     for rec in A:
         entry = next(e for e in data["items"] if e["id"] == str(rec["id"]))
@@ -211,11 +211,11 @@ NODE = shutil.which("node")
 def test_report_script_renders_the_conversation_as_text(run_once, tmp_path):
     """report.js on a minimal DOM in node: each turn's user message and both replies are in the item
     browser, the battle's per-turn verdicts too, and nothing is ever written as HTML."""
-    from evaluate.report.data import load_save_path
+    from evaluate.savepath import read_run_log
     from evaluate.report.page import browser_data, embed_json
 
     run_tmp, _, _ = run_once
-    data = browser_data(load_save_path(run_tmp / "out"))
+    data = browser_data(read_run_log(run_tmp / "out"))
     data["items"][0]["r"][1][0] = "<img src=x onerror=window.pwned=1>"  # hostile text stays text
     script = (REPO / "evaluate" / "report" / "templates" / "report.js").read_text(encoding="utf-8")
     (tmp_path / "data.json").write_text(embed_json(data), encoding="utf-8")

@@ -85,7 +85,7 @@ def test_top_p_leaves_every_existing_cache_key_unchanged() -> None:
 # ---------------------------------------------------------------- the four formats
 def test_mt_bench_turns_with_history_and_fastchat_temperatures(fake_openai, tmp_path) -> None:
     need(MT / "question.jsonl")
-    from evaluate.benchmarks.mt_bench_data import read_answers, read_questions
+    from evaluate.benchmarks.mt_bench.data import read_answers, read_questions
 
     fake_openai.reply_fn = model_reply
     out = tmp_path / "model_answer" / "my-model.jsonl"
@@ -160,7 +160,7 @@ def test_arena_hard_answers_and_metadata_as_add_markdown_info_counts(fake_openai
         assert row["metadata"] == expected
         with_code += "```" in answer
     assert with_code > 10  # the code-block removal is exercised
-    from evaluate.benchmarks.arena_hard_files import read_answers
+    from evaluate.benchmarks.arena_hard.files import read_answers
 
     got = read_answers(out)
     assert got.model == "mine" and len(got.text) == 120 and len(got.metadata) == 120
@@ -168,7 +168,7 @@ def test_arena_hard_answers_and_metadata_as_add_markdown_info_counts(fake_openai
 
 def test_alpaca_eval_and_target_files_read_back(fake_openai, tmp_path) -> None:
     need(AE / "model_outputs" / "gpt4_1106_preview.json")
-    from evaluate.benchmarks.alpaca_eval import read_model_outputs
+    from evaluate.benchmarks.alpaca_eval.leaderboard import read_model_outputs
     from evaluate.pipeline.answers import load_answer_sets
 
     fake_openai.reply_fn = model_reply

@@ -15,6 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 ROOTS = ("evaluate", "unieval", "repeval", "sageval")
 CORE = ("evaluate/core",)
 LOW = ("evaluate/core", "evaluate/backends")  # what every evaluator may build on
+SAVEPATH = "evaluate/savepath"  # the save path's format: every layer that writes or reads one builds on it
+BENCHMARKS = ("evaluate/benchmarks", "evaluate/benchmarks/mt_bench", "evaluate/benchmarks/alpaca_eval",
+              "evaluate/benchmarks/arena_hard")  # each benchmark a package, above the run
 
 
 def _package_of(module: str) -> str | None:
@@ -244,12 +247,30 @@ def test_core_imports_nothing_above_it():
         assert graph[pkg] == set(), f"{pkg} imports {graph[pkg]}"
 
 
+def test_the_save_path_package_builds_on_the_core_alone():
+    """The save path's one owner sits right above the core, so that every layer (backends, families,
+    report, pipeline, generation, benchmarks) can write and read through it."""
+    graph = package_graph()
+    assert graph[SAVEPATH] <= {"evaluate/core"}, graph[SAVEPATH]
+    users = {p for p, deps in graph.items() if SAVEPATH in deps}
+    assert {"evaluate/pipeline", "evaluate/report", "evaluate/generation", *BENCHMARKS[1:]} <= users
+
+
+def test_the_run_sits_below_the_benchmarks_generation_and_the_judge_check():
+    """`pipeline/` holds the run; the benchmarks (each in its package), generation and the judge check
+    build on it and never the other way round."""
+    graph = package_graph()
+    assert set(BENCHMARKS) <= set(graph)
+    for pkg in ("evaluate/pipeline", "evaluate/report", "evaluate/families"):
+        assert not graph[pkg] & {*BENCHMARKS, "evaluate/generation", "evaluate/judgecheck"}, (pkg, graph[pkg])
+
+
 def test_evaluators_build_only_on_the_lower_layers():
     """Judges, metrics, models, UniEval, RepEval, SAGEval and the statistics are peers: none of them
     imports the families, the pipeline, the commands or the report."""
     graph = package_graph()
     above = {"evaluate/families", "evaluate/report", "evaluate/pipeline", "evaluate/commands", "evaluate/judgecheck",
-             "evaluate/cli", "evaluate/benchmarks"}
+             "evaluate/cli", "evaluate/api", "evaluate/generation", *BENCHMARKS}
     for pkg in ("evaluate/judges", "evaluate/metrics", "evaluate/stats", "evaluate/backends", "evaluate/models",
                 "unieval", "repeval", "sageval"):
         assert not graph[pkg] & above, f"{pkg} imports {graph[pkg] & above}"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from evaluate.benchmarks import mt_bench_files as files
-from evaluate.benchmarks.mt_bench_judge import parse_rating, parse_verdict
+from evaluate.benchmarks.mt_bench import files
+from evaluate.benchmarks.mt_bench.judge import parse_rating, parse_verdict
 from evaluate.commands.mt_bench import main
 
 try:
@@ -476,8 +476,8 @@ def test_judge_failures_exit_3_and_are_not_written(data, fake_openai, tmp_path) 
 def test_no_bootstrap_interval_below_ten_questions():
     """As everywhere in the project: a mean of fewer than 10 questions gets no 95% interval, and the table
     says how many questions the mean is of instead."""
-    from evaluate.benchmarks.mt_bench_stats import _mean_ci
-    from evaluate.benchmarks.mt_bench_text import _ci
+    from evaluate.benchmarks.mt_bench.stats import _mean_ci
+    from evaluate.benchmarks.mt_bench.text import _ci
 
     few, many = _mean_ci([5.0, 7.0, 9.0]), _mean_ci([float(x % 10 + 1) for x in range(12)])
     assert few["ci"] is None and _ci(few) == "7.00 (n=3)"

@@ -220,10 +220,10 @@ def test_two_models_summary_has_battle_line(tmp_path):
 
 
 def test_flags_are_lists_for_every_model_and_judge_panel_shows_its_backend_options(save):
-    from evaluate.report.data import load_save_path
+    from evaluate.savepath import read_run_log
     from evaluate.report.page import browser_data, judge_options_shown
 
-    data = load_save_path(save)
+    data = read_run_log(save)
     first = next(it for it in data.results[0]["items"] if it.get("scores"))
     first["flags"] = ["empty_output"]  # one model flags an item, the others do not
     items = browser_data(data)["items"]
@@ -239,10 +239,10 @@ def test_flags_are_lists_for_every_model_and_judge_panel_shows_its_backend_optio
 def test_the_item_browser_leaves_out_records_nothing_evaluated(save):
     """Records of a category the config skips (no score, no invalid score, no battle) are not items to browse:
     they are counted instead, and their category is not offered in the filter."""
-    from evaluate.report.data import load_save_path
+    from evaluate.savepath import read_run_log
     from evaluate.report.page import browser_data
 
-    data = load_save_path(save)
+    data = read_run_log(save)
     every = {str(it["id"]) for r in data.results for it in r["items"]}
     evaluated = {str(it["id"]) for r in data.results for it in r["items"] if it.get("scores") or it.get("invalid")}
     evaluated |= {str(it["id"]) for bt in data.battles for it in bt.get("items", [])}

@@ -13,6 +13,8 @@ import os
 from pathlib import Path
 from typing import Any, Callable
 
+from ..savepath.layout import judge_cache_file
+
 JUDGE_CACHE_ENV = "EVAL_JUDGE_CACHE"
 JUDGE_CACHE_FILE = "judge_cache.sqlite"
 
@@ -27,7 +29,7 @@ def cache_file(cache: bool | str, save_path: Path, resolve: Callable[[str], Path
     env = os.environ.get(JUDGE_CACHE_ENV, "").strip()
     if env:
         return _as_file(Path(env).expanduser().absolute(), env)
-    return Path(save_path) / JUDGE_CACHE_FILE
+    return judge_cache_file(save_path)
 
 
 def judge_cache_path(cfg: Any) -> Path | None:

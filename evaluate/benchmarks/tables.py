@@ -6,12 +6,12 @@ one is stored under the save path. Kept apart from the commands so `eval.py alpa
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any, Iterable
 
 from ..core.io import safe_name
+from ..savepath import layout, read
 
 WIDTH = 80
 
@@ -104,13 +104,7 @@ def stored_judge_check(save_path: Path, judge: dict[str, Any], *,
     weights; `by_name`: a judge known by its model name only) and its file, or None."""
     match = _named if by_name else _same_judge
     found = []
-    for p in sorted((Path(save_path) / "judge_checks").glob("*.json")):
-        try:
-            rec = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        if not isinstance(rec, dict):
-            continue
+    for p, rec in read.stored_checks(save_path):
         sigs = [s.get("judge", {}) for s in (rec.get("judge") or {}).values() if isinstance(s, dict)]
         if any(match(s, judge) for s in sigs):
             found.append((rec.get("created") or "", rec, p))
@@ -132,5 +126,5 @@ def judge_check_line(save_path: Path, judge: dict[str, Any], *, by_name: bool = 
 
 def not_checked_text(save_path: Path, judge: dict[str, Any]) -> str:
     return (f"judge check: not checked for judge {judge.get('model')} (none stored in "
-            f"{Path(save_path) / 'judge_checks'}; `eval.py judge-check --config CFG` with this judge "
+            f"{layout.judge_checks_dir(save_path)}; `eval.py judge-check --config CFG` with this judge "
             "and this save_path stores one)")

@@ -1,7 +1,7 @@
 """`eval.py alpaca-eval --model-outputs FILE [FILE...] --reference-outputs FILE --evaluator-config DIR_OR_YAML
 --judge-config C --save_path OUT [--limit N] [--seed S] [--dry-run]`
 
-AlpacaEval 2 as a registered benchmark (evaluate/pipeline/alpaca_eval_outputs.py: AlpacaEval), run by the
+AlpacaEval 2 as a registered benchmark (evaluate/benchmarks/alpaca_eval/outputs.py: AlpacaEval), run by the
 one benchmark driver (evaluate/commands/common.py: drive_benchmark). Writes
 OUT/<model>/<annotator>/annotations.json (AlpacaEval's results layout) with judge_run.json beside it,
 and OUT/judge_cache.sqlite; a re-run is answered from the cache.

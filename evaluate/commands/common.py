@@ -145,16 +145,12 @@ def judge_cache(opts: JudgeOptions, save_path: Path, config: Path | None) -> Pat
 
 
 def drive_benchmark(name: str, argv: list[str]) -> int:
-    """`eval.py NAME ...` for any registered benchmark (evaluate.pipeline.benchmark): its flags, its files
+    """`eval.py NAME ...` for any registered benchmark (evaluate.benchmarks.benchmark): its flags, its files
     read and checked, the dry run or the judge, its table, the judge check of this judge, its files and
     the project's outputs (results, battles, summary.csv, report.html, manifest), the exit code."""
-    import importlib
-
-    from ..pipeline.benchmark import benchmarks
+    from ..benchmarks.benchmark import benchmarks
 
     bench = benchmarks().get(name)()
-    if bench.judge_check:  # the command layer hands the judge check over (pipeline/ cannot import judgecheck/)
-        bench.checker = importlib.import_module(f"{__package__.rpartition('.')[0]}.judgecheck.{bench.judge_check}")
     p = Parser(prog=f"eval.py {bench.name}", description=bench.description or bench.summary)
     bench.add_arguments(p)
     if bench.generates:
@@ -200,13 +196,12 @@ def _run_benchmark(bench, args: argparse.Namespace) -> int:
 
 def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs, cache: Path | None) -> int:
     from ..backends.pool import MeteredBackend, open_backend
-    from ..core.clock import utc_now
-    from ..pipeline import benchmark_outputs as bo
-    from ..pipeline.benchmark import ScoringFailed
+    from ..benchmarks import outputs as bo
+    from ..benchmarks.benchmark import ScoringFailed
     from ..pipeline.savedir import SaveDir
 
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
-    run_id, started = bo.new_run_id(), utc_now()
+    save = SaveDir(args.save_path, log=log)  # the run in progress: its id and start time
     inner = open_backend(opts, cache)
     # what this run asked of the judge, for the manifest
     backend = MeteredBackend(inner, opts.price) if bench.metered else inner
@@ -223,17 +218,14 @@ def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs
         print(text, end="")
     finally:
         inner.close()
-    save = SaveDir(args.save_path, log=log)
-    saved = bench.save(save, inputs, judged, scored, signature)
-    manifest = (saved.view.manifest if saved.own_manifest and saved.view is not None else None) or {}
-    if not saved.own_manifest:
-        manifest = bo.write_run(save, benchmark=bench.key, family=bench.family, run_id=run_id, started=started,
-                                judge_opts=opts, judge=signature, usage=backend.usage(), models=saved.models,
-                                errors=[{"family": bench.family, "error": e} for e in scored.errors],
-                                extra={bench.key: saved.extra} if saved.extra else None)
-    report = (manifest.get("outputs_files") or {}).get("report")
-    print(bench.closing(saved, Path(report) if report else None), end="")
-    if (line := saved.exit_line or scored.exit_line):
+    bench.save(save, inputs, judged, scored, signature)
+    run = bo.write_run(save, benchmark=bench.key, family=bench.family, judge_opts=opts, judge=signature,
+                       usage=backend.usage() if bench.metered else None,
+                       errors=[{"family": bench.family, "error": e} for e in scored.errors],
+                       charts=not getattr(args, "no_charts", False))  # the run's log, as written
+    report = (run.header.get("outputs_files") or {}).get("report")
+    print(bench.closing(run, Path(report) if report else None), end="")
+    if (line := bench.exit_line(run, scored)):
         print(line, file=sys.stderr)
         return EXIT_RUN_ERRORS
     return check_code or EXIT_OK

@@ -110,7 +110,7 @@ def alpaca_eval_table(board) -> str:
 
 
 def _alpaca_eval(args: argparse.Namespace) -> int:
-    from ..benchmarks.alpaca_eval import COLUMNS, EXTRA_COLUMNS, leaderboard, read_annotations
+    from ..benchmarks.alpaca_eval.leaderboard import COLUMNS, EXTRA_COLUMNS, leaderboard, read_annotations
 
     if args.judge or args.baseline:
         raise InputError("--judge and --baseline apply to --arena-hard; AlpacaEval files name their baseline "
@@ -129,7 +129,7 @@ def _alpaca_eval(args: argparse.Namespace) -> int:
 def _arena_hard(args: argparse.Namespace) -> int:
     if args.lc_align != "position":
         raise InputError("--lc-align applies to --alpaca-eval")
-    from ..benchmarks.arena_hard import _judge_dir, baseline_of, leaderboard_table, lengths_note
+    from ..benchmarks.arena_hard.run import _judge_dir, baseline_of, leaderboard_table, lengths_note
     from ..benchmarks.tables import arena_hard_table, judge_check_line, stored_judge_check
 
     judge = _judge_dir(args.arena_hard, args.judge).name

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ..pipeline.merge import merge
+from ..savepath.manifest import model_names
 from .common import EXIT_OK, EXIT_RUN_ERRORS, Parser
 
 
@@ -20,7 +21,7 @@ def main(argv: list[str]) -> int:
     args = p.parse_args(argv)
     manifest = merge(Path(args.out), [Path(d) for d in args.dirs], charts=not args.no_charts, force=args.force,
                      log=lambda s: print(s, file=sys.stderr))
-    print(f"merged {len(args.dirs)} save paths into {args.out} (models: {', '.join(manifest['models'])}; "
+    print(f"merged {len(args.dirs)} save paths into {args.out} (models: {', '.join(model_names(manifest))}; "
           f"status: {manifest['status']})")
     if manifest["status"] == "ok" and not manifest.get("errors"):
         return EXIT_OK

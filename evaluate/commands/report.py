@@ -25,21 +25,23 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: 2 for bad flags, 0 for --help
         return int(exc.code or 0)
     from ..pipeline.comparisons import stale, write_comparisons
-    from ..report.data import NoResults, load_save_path
     from ..report.page import write_report
-    from ..savepath import read
+    from ..savepath import layout, read
+    from ..savepath.log import NoResults, RunLog
     from .common import incomplete_line
 
-    if not (args.save_path / "results").is_dir():
+    if not layout.results_dir(args.save_path).is_dir():
         print(f"error: {args.save_path}: no results/ folder here; give the save_path of a run "
               "(the folder that holds results/, manifest.json)", file=sys.stderr)
         return EXIT_INPUT
     try:
-        read.check(args.save_path)  # a newer layout: refused (exit 2) before anything is written
-        files = read.read_results(args.save_path)  # read once, for the comparisons and the page
+        log = RunLog.read(args.save_path)  # read once, for the comparisons and the page; a newer layout: exit 2
         if stale(args.save_path):  # written by an older version: decide them again, as a run does
-            write_comparisons(args.save_path, files=files)
-        out = write_report(args.save_path, args.out, data=load_save_path(args.save_path, files))
+            read.read_comparisons(args.save_path, before := [])  # what the log said of the old files
+            write_comparisons(args.save_path, log=log)
+            log.comparisons = read.read_comparisons(args.save_path, after := [])
+            log.problems = [p for p in log.problems if p not in before] + after
+        out = write_report(args.save_path, args.out, data=log)
     except NoResults as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -47,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: cannot write the report: {exc}", file=sys.stderr)
         return EXIT_INPUT
     print(out)
-    if files.unreadable:
-        print(incomplete_line(files.unreadable, "the report"), file=sys.stderr)
+    if log.unreadable:
+        print(incomplete_line(log.unreadable, "the report"), file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK
 

@@ -15,9 +15,8 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..pipeline.comparisons import current
-from ..report.data import NoResults, SaveData, load_save_path
 from ..report.terminal import MIN_WIDTH, closing_summary
-from ..savepath import read
+from ..savepath.log import NoResults, RunLog
 from .common import (EXIT_CODES, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, incomplete_line,
                      run_errors, worst)
 
@@ -58,7 +57,7 @@ def build_parser() -> Parser:
     return p
 
 
-def _gated(data: SaveData) -> list[str]:
+def _gated(data: RunLog) -> list[str]:
     """The models the run that made this save path scored (the manifest's); the others came from
     earlier runs and are not gated, as in the run."""
     manifest = data.manifest or {}
@@ -68,7 +67,6 @@ def _gated(data: SaveData) -> list[str]:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    files = read.read_results(args.save_path)  # read once, for the view and the comparisons
     width = _width(args.width) if args.width is not None else None
     from ..pipeline.gates import check_names, parse_gates
 
@@ -79,16 +77,16 @@ def main(argv: list[str]) -> int:
 
         ci_files = CIFiles.at(args.junit, args.markdown)
     try:
-        data = load_save_path(args.save_path, files)
+        data = RunLog.read(args.save_path)  # read once, for the lines and the comparisons
     except NoResults as exc:
         raise InputError(str(exc)) from None
-    fresh = current(args.save_path, files)  # files of an older version: decided again in memory, not rewritten
+    fresh = current(data)  # files of an older version: decided again in memory, not rewritten
     if fresh is not None:
         data.comparisons = fresh
         data.problems = [x for x in data.problems if "comparisons" not in x]
     verdict = bool(gates) or ci_files is not None
     if verdict:
-        unread = [str(u) for u in files.unreadable]
+        unread = [str(u) for u in data.unreadable]
         if unread:  # a gate over a model whose file cannot be read would pass or fail on nothing
             raise InputError(f"{args.save_path}: a result file cannot be read, so the run cannot be gated: "
                              + "; ".join(unread))
@@ -98,14 +96,14 @@ def main(argv: list[str]) -> int:
             check_names(gates, GateView.of(data, _gated(data)).known())
     print(closing_summary(data, width=width, color=None, scores=args.scores))
     if not verdict:
-        if files.unreadable:  # the lines above lack those models: say so, and never exit 0
-            print(incomplete_line(files.unreadable, "this summary"), file=sys.stderr)
+        if data.unreadable:  # the lines above lack those models: say so, and never exit 0
+            print(incomplete_line(data.unreadable, "this summary"), file=sys.stderr)
             return EXIT_RUN_ERRORS
         return EXIT_OK
     return _verdict(data, gates, args.save_path, ci_files)
 
 
-def _verdict(data: SaveData, gates, save_path: Path, ci_files) -> int:
+def _verdict(data: RunLog, gates, save_path: Path, ci_files) -> int:
     """The gate lines, the status line and the exit code of the stored run, as the run printed them."""
     from ..pipeline.gates import GateView, evaluate, failure_reason, outcome_lines, status_word
 

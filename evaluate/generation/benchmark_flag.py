@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from ..core.errors import InputError
+from ..savepath.layout import generated_answer_file
 from .formats import EXTENSIONS, QuestionFile, answer_rows, read_questions, serialise
 from .options import load_model_config
 from .produce import generate_answers
@@ -81,7 +82,7 @@ def generate_for_benchmark(args: argparse.Namespace, kind: str, questions_path: 
             raise InputError(f"{questions_path}: {qf.kind} questions, but {kind} needs its own")
         stand_ins = None
         for name, opts in configs:
-            out = Path(answers_dir) / f"{name}.{EXTENSIONS[kind]}"
+            out = generated_answer_file(answers_dir, name, EXTENSIONS[kind])
             report = generate_answers(qf, opts, out, name=name, dry_run=bool(getattr(args, "dry_run", False)))
             for line in report.lines():
                 print(line, file=sys.stderr)

@@ -129,7 +129,7 @@ def _target(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
 
 
 def _mt_bench(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
-    from ..benchmarks.mt_bench_data import read_questions as read_mt
+    from ..benchmarks.mt_bench.data import read_questions as read_mt
 
     by_id = {}
     for _, obj in rows:
@@ -140,7 +140,7 @@ def _mt_bench(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
 
 
 def _arena_hard(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
-    from ..benchmarks.arena_hard_files import read_questions as read_ah
+    from ..benchmarks.arena_hard.files import read_questions as read_ah
 
     out = []
     for q in read_ah(path):
@@ -199,7 +199,7 @@ def answer_rows(qf: QuestionFile, answers: dict[str, list[str]], name: str,
                          "answer_id": _short_id(name, q.id, *turns), "model_id": name,
                          "choices": [{"index": 0, "turns": list(turns)}], "tstamp": now})
         elif qf.kind == "arena-hard":
-            from ..benchmarks.arena_hard_scores import style_metadata
+            from ..benchmarks.arena_hard.scores import style_metadata
 
             messages = ([{"role": "system", "content": system}] if system else []) + [
                 {"role": "user", "content": q.turns[0]}, {"role": "assistant", "content": {"answer": turns[0]}}]

@@ -24,13 +24,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from ..core.errors import InputError
-from ..core.io import safe_name
+from ..savepath.layout import answers_file
 from .formats import QuestionFile, answer_rows, read_questions, serialise
 from .options import load_model_config, parse_model_block
 from .produce import Report, generate_answers
-
-ANSWERS_DIR = "answers"
-
 
 @dataclass
 class Generated:
@@ -43,7 +40,7 @@ class Generated:
 
 def answer_path(save_path: Path, name: str) -> Path:
     """The save path's file of a generated model's answers (the run reads the project's format: .json)."""
-    return Path(save_path) / ANSWERS_DIR / f"{safe_name(name)}.json"
+    return answers_file(save_path, name, "json")
 
 
 def _questions_path(cfg: Any, entry: Any) -> Path:

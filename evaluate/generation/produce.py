@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.base import cost_usd
+from ..savepath.layout import answers_manifest_file, generate_cache_file
+from ..savepath.manifest import iso, model_entry, new_manifest
 from ..savepath.write import write_json, write_text
 from ..core.secrets import scrub_url
 from .engine import TEMPLATE, Answers, Estimate, answer_all, estimate
@@ -24,11 +26,10 @@ from .formats import FASTCHAT_TEMPERATURE, QuestionFile, answer_rows, serialise
 
 EXIT_OK, EXIT_FAILED = 0, 3
 CACHE_FILE = "generate_cache.sqlite"
-SIDECAR = ".generation.json"
 
 
 def sidecar_path(out: Path) -> Path:
-    return out.with_name(out.name + SIDECAR)
+    return answers_manifest_file(out)
 
 
 def cache_path(opts: Any, out: Path) -> Path | None:
@@ -39,7 +40,7 @@ def cache_path(opts: Any, out: Path) -> Path | None:
     if isinstance(opts.cache, str):
         p = Path(opts.cache).expanduser()
         return p / CACHE_FILE if p.is_dir() or opts.cache.endswith("/") else p
-    return out.parent / CACHE_FILE
+    return generate_cache_file(out)
 
 
 def write_answer_file(path: Path, text: str) -> None:
@@ -157,6 +158,7 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
             bare.close()
         return report
     pool = ProbingPool(api_key=api_key, log=log)
+    begun = iso()
     try:
         backend = MeteredBackend(pool.backend(jopts, cache), opts.price)
         report.signature = signature(opts, backend.signature(), qf)
@@ -178,11 +180,26 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
     if opts.price and usage.get("cost_usd") is None:
         usage["cost_usd"] = round(cost_usd(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                                            opts.price), 6)
-    write_json(sidecar_path(out), {
-        "name": name, "answers": str(out), "signature": report.signature,
-        "counts": {"questions": len(qf.questions), "answered": len(report.answers.answers),
-                   "missing": len(report.answers.missing), "requests": report.answers.requests,
-                   "cached": report.answers.cached, "seconds": seconds},
-        "usage": usage, "unreachable": report.unreachable,
-        "missing": [{"id": k, "why": v} for k, v in report.answers.missing.items()]})
+    write_json(sidecar_path(out), generation_manifest(report, qf, jopts, begun, seconds, usage))
     return report
+
+
+def generation_manifest(report: Report, qf: QuestionFile, jopts: Any, started: str, seconds: float,
+                        usage: dict[str, Any]) -> dict[str, Any]:
+    """The generation's manifest beside its answer file: the keys of every manifest (evaluate.savepath.
+    manifest), then what only a generation knows: its signature, counts and the ids missing with why."""
+    from ..pipeline.config import scrubbed_judge
+
+    a = report.answers
+    errors = ([{"model": report.name, "error": f"the model's server is unreachable: {report.unreachable}"}]
+              if report.unreachable else [])
+    errors += [{"model": report.name, "id": k, "error": v} for k, v in a.missing.items()]
+    return new_manifest(
+        status="failed" if report.unreachable else "finished with errors" if a.missing else "ok",
+        tag="generate", config={"questions": str(qf.path), "model": scrubbed_judge(jopts)}, started=started,
+        finished=iso(), models=[model_entry(report.name, report.out, len(a.answers))],
+        errors=errors, usage=usage,
+        name=report.name, answers=str(report.out), signature=report.signature,
+        counts={"questions": len(qf.questions), "answered": len(a.answers), "missing": len(a.missing),
+                "requests": a.requests, "cached": a.cached, "seconds": seconds},
+        unreachable=report.unreachable, missing=[{"id": k, "why": v} for k, v in a.missing.items()])

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from ..core.errors import InputError
 from ..core.io import atomic_write_json
 from ..pipeline.checkstore import judge_identity, save_check
+from ..savepath.layout import judge_check_file
 from .labelled import labelled_check
 from .report import format_report
 from .sanity import sanity_check
@@ -34,7 +35,7 @@ def check_config(cfg: Any, judges: Any, *, data: Path | None = None, limit: int 
         sanity = sanity_check(cfg, judges, limit=limit, seed=seed, log=log)
     record, path = save_check(cfg.save_path, key, judge, prompts, labelled, sanity)
     print(format_report(record, labelled, sanity), flush=True)
-    log(f"judge check: {path} (and {Path(cfg.save_path) / 'judge_check.json'})")
+    log(f"judge check: {path} (and {judge_check_file(cfg.save_path)})")
     if output is not None:
         atomic_write_json(output, record)
     return record

@@ -17,8 +17,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ..core.io import safe_name
-from ..savepath.layout import chart_file, charts_dir
+from ..savepath.layout import chart_file
 from ..savepath.read import battle_files as read_battle_files
 from ..savepath.write import write_figure
 from .results import ModelResults
@@ -70,11 +69,10 @@ def write_charts(save_path: Path, results: list[ModelResults], *,
     colors = plt.get_cmap("tab10")
     written: list[Path] = []
     for family, cats in _collect(results).items():
-        folder = charts_dir(save_path) / safe_name(family)
         scale = family_scale(results, family)
         for cat, by_name in sorted(cats.items()):
-            written.append(_bars(plt, folder / f"{safe_name(cat)}.png", family, cat, by_name, models, colors, scale))
-        written.append(_overview(plt, folder / "overview.png", family, cats, models, scale))
+            written.append(_bars(plt, chart_file(save_path, family, cat), family, cat, by_name, models, colors, scale))
+        written.append(_overview(plt, chart_file(save_path, family, "overview"), family, cats, models, scale))
     written.extend(write_battle_charts(save_path, battles))
     return written
 

@@ -117,7 +117,7 @@ def summary_of(record: dict[str, Any] | None, key: str, config: str | None) -> d
                 "verdict": f"not checked: no judge check for this judge and these prompts (run `{hint}`)"}
     return {"checked": True, "trustworthy": record.get("trustworthy"), "key": key,
             "verdict": record.get("verdict_text"), "created": record.get("created"),
-            "file": str(Path("judge_checks") / f"{key}.json")}
+            "file": str(layout.judge_check_file(Path(""), key))}
 
 
 def attach_to_run(cfg: Any, plan: Any, judges: Any, save: Any, manifest: dict[str, Any],

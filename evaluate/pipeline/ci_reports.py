@@ -31,8 +31,8 @@ from xml.sax.saxutils import quoteattr, escape
 from ..core.errors import InputError
 from ..core.io import atomic_write_text
 from ..report.analysis import confirmatory, finite, num, significant
-from ..report.data import SaveData
 from ..report.terminal import shown_scores
+from ..savepath.log import RunLog
 from ..stats.family import ALL
 from .gates import GateResult
 
@@ -115,7 +115,7 @@ class RunSection:
     """One run's part of the CI files: a config's run or a saved run."""
 
     label: str  # the config file or the save path
-    data: SaveData | None  # None: the run stopped before it had results (a judge that cannot be reached)
+    data: RunLog | None  # None: the run stopped before it had results (a judge that cannot be reached)
     gates: list[GateResult]
     code: int
     why: str
@@ -143,7 +143,7 @@ class CIFiles:
                     raise InputError(f"{flag} {p}: is a folder; give a file name")
         return cls(Path(junit) if junit else None, Path(markdown) if markdown else None)
 
-    def add(self, label: str, data: SaveData | None, gates: list[GateResult], code: int, why: str, status: str,
+    def add(self, label: str, data: RunLog | None, gates: list[GateResult], code: int, why: str, status: str,
             models: list[str] | None = None) -> None:
         manifest = (data.manifest if data is not None else None) or {}
         if models is None:
@@ -224,14 +224,14 @@ def _table(head: list[str], rows: list[list[Any]], align: list[str] | None = Non
             + ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows] + [""])
 
 
-def _means(data: SaveData, models: list[str], keys: list[str]) -> list[str]:
+def _means(data: RunLog, models: list[str], keys: list[str]) -> list[str]:
     by_model = {r.get("model"): ((r.get("aggregates") or {}).get("overall") or {}) for r in data.results}
     rows = [[k] + [num((by_model.get(m, {}).get(k) or {}).get("mean"), 3) if by_model.get(m, {}).get(k) else "–"
                    for m in models] for k in keys]
     return _table(["mean, all items", *models], rows, ["---", *(["--:"] * len(models))])
 
 
-def _pairs(data: SaveData, keys: list[str]) -> list[str]:
+def _pairs(data: RunLog, keys: list[str]) -> list[str]:
     rows = []
     for comp in data.comparisons:
         a, b = comp.get("model_a", "A"), comp.get("model_b", "B")
@@ -254,7 +254,7 @@ def _pairs(data: SaveData, keys: list[str]) -> list[str]:
                   ["---", "---", "--:", "---", "--:", "---"])
 
 
-def _battles(data: SaveData, models: list[str]) -> list[str]:
+def _battles(data: RunLog, models: list[str]) -> list[str]:
     rows = []
     for bt in data.battles:
         s = bt.get("summary") or {}

@@ -34,6 +34,7 @@ from typing import Any, Iterable, Sequence
 
 from ..core.io import clean_json
 from ..savepath import layout, read, write
+from ..savepath.log import RunLog
 from ..stats.family import ALL, EXPLORATORY, RowInput, decide_pair, default_primary, family_method
 from ..stats.scales import pass_fail, score_scale
 from .results import same_signature, signature_diff
@@ -159,11 +160,11 @@ def compare_results(results: list[dict[str, Any]], *, primary: Sequence[str] | N
             for a, b in combinations(sorted(by_model), 2)}
 
 
-def load_results(save_path: Path, files: read.ResultFiles | None = None) -> list[dict[str, Any]]:
+def load_results(save_path: Path, log: RunLog | None = None) -> list[dict[str, Any]]:
     """Every readable results/*.json under save_path (models run one at a time are all found);
-    `files`: the save path's result files as already read (else read here)."""
-    files = files if files is not None else read.read_results(save_path)
-    return [data for _, data in files.found if "items" in data]
+    `log`: the save path's run log as already read (else its result files are read here)."""
+    results = log.results if log is not None else [d for _, d in read.read_results(save_path)[0]]
+    return [data for data in results if "items" in data]
 
 
 def configured_primary(save_path: Path) -> list[str] | None:
@@ -215,12 +216,12 @@ def write_comparison_files(save_path: Path, comparisons: dict[tuple[str, str], d
 
 def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *,
                       primary: Sequence[str] | None = None, resamples: int = 2000, seed: int = 0,
-                      files: read.ResultFiles | None = None) -> list[Path]:
+                      log: RunLog | None = None) -> list[Path]:
     """Write comparisons/*.json and comparisons.csv; `results` defaults to every results/*.json found,
     `primary` to the save path's configured one (manifest.json), else each pair's default."""
     save_path = Path(save_path)
     if results is None:
-        results = load_results(save_path, files)
+        results = load_results(save_path, log)
     if primary is None:
         primary = configured_primary(save_path)
     return write_comparison_files(save_path, compare_results(results, primary=primary, resamples=resamples,
@@ -233,10 +234,10 @@ def stale(save_path: Path) -> bool:
     return read.comparisons_stale(save_path)
 
 
-def current(save_path: Path, files: read.ResultFiles | None = None) -> list[dict[str, Any]] | None:
-    """The comparisons of a save path as this version decides them, in memory, when its files are
-    stale (`stale`); None when the files are current."""
-    if not stale(save_path):
+def current(log: RunLog) -> list[dict[str, Any]] | None:
+    """The comparisons of a run log as this version decides them, in memory, when its files are stale
+    (`stale`); None when the files are current."""
+    if not stale(log.path):
         return None
-    comps = compare_results(load_results(save_path, files), primary=configured_primary(save_path))
+    comps = compare_results(load_results(log.path, log), primary=configured_primary(log.path))
     return list(comps.values())

@@ -38,6 +38,7 @@ from typing import Any
 from ..backends.options import JudgeOptions
 from ..core.errors import ConfigError, InputError
 from ..core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
+from ..savepath.layout import answers_file
 from ..core.options import parse_options, short as _short, type_name as _type_name
 from ..core.registry import suggest
 from ..core.secrets import scrub_url
@@ -218,7 +219,8 @@ def _generated_entry(chk: _Checker, item: dict[str, Any], where: str, base: Path
     questions = item.get("questions")
     if questions is not None and not chk.expect(questions, str, f"{where}.questions", "a path string"):
         return
-    cfg.answers.append(AnswerFile(name=name, path=Path("answers") / f"{safe_name(name)}.json",
+    # its file in the save path (generation.in_run sets it once the save path is known)
+    cfg.answers.append(AnswerFile(name=name, path=answers_file(Path("."), name, "json"),
                                   generate=_resolve(base, gen) if isinstance(gen, str) else gen,
                                   questions=_resolve(base, questions) if questions else None))
 

@@ -255,7 +255,7 @@ class GateView:
 
     @classmethod
     def of(cls, data: Any, gated: list[str] | None = None) -> "GateView":
-        """From a report's SaveData (evaluate.report.data); `gated`: default the manifest's models."""
+        """From a run log (evaluate.savepath.RunLog); `gated`: default the manifest's models."""
         manifest = data.manifest or {}
         if gated is None:
             gated = [m.get("name") for m in manifest.get("models") or [] if isinstance(m, dict)] or list(data.models)

@@ -28,7 +28,7 @@ from typing import Any, Callable
 from ..core.errors import InputError
 from ..core.io import clean_json
 from ..savepath import layout, read, write
-from ..savepath.manifest import iso, new_run_id
+from ..savepath.manifest import iso, model_entry, new_manifest, new_run_id
 from .outputs import write_outputs
 from .results import ModelResults, load_all
 from .savedir import SaveDir
@@ -109,7 +109,7 @@ def _battle_from_dict(data: dict[str, Any], items: list[dict[str, Any]]):
 def _merge_cache(out: Path, sources: list[Path]) -> int:
     from ..backends.cache import _SCHEMA
 
-    target = out / "judge_cache.sqlite"
+    target = layout.judge_cache_file(out)
     conn = sqlite3.connect(target, isolation_level=None)
     try:
         conn.execute(_SCHEMA)
@@ -137,7 +137,7 @@ def expand_shards(dirs: list[Path], log: Callable[[str], None] = lambda s: None)
     were given); any other folder stands for itself."""
     out: list[Path] = []
     for d in dirs:
-        shards = sorted(p for p in d.glob("shard-*") if p.is_dir()) if d.is_dir() else []
+        shards = layout.shard_dirs(d)
         if shards:
             log(f"merge: {d}: {len(shards)} shard folders ({', '.join(p.name for p in shards)})")
             out.extend(shards)
@@ -173,13 +173,30 @@ def differences(dirs: list[Path], manifests: list[dict[str, Any]]) -> list[str]:
     return list(dict.fromkeys(problems))
 
 
+def summed_usage(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    """The shards' judge usage added up per family (requests, tokens, cost; a number none of them
+    knows stays None); each shard's own usage is in its manifest under runs/."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in manifests:
+        for family, counts in (m.get("usage") or {}).items():
+            if family.startswith("(") or not isinstance(counts, dict):
+                continue  # the judges' own totals: per judge process, not added across shards
+            fam = out.setdefault(family, {})
+            for k, v in counts.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    fam[k] = (fam.get(k) or 0) + v
+                else:
+                    fam.setdefault(k, None)
+    return out
+
+
 def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = False,
           log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     if not dirs:
         raise InputError("merge: give the output folder and at least one shard folder: eval.py merge OUT DIR...")
     dirs = expand_shards(dirs, log)
     for d in dirs:
-        if not (d / "results").is_dir() and not (d / "manifest.json").is_file():
+        if not layout.results_dir(d).is_dir() and not layout.manifest_file(d).is_file():
             raise InputError(f"merge: {d}: not a save path of a run (no results/ and no manifest.json)")
         if d.resolve() == out.resolve():
             raise InputError(f"merge: {d}: the output folder cannot be one of the inputs")
@@ -191,6 +208,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
     for line in diff:
         log(f"warning: merge --force: {line}")
     config = next((m.get("config") for m in manifests if m.get("config")), {}) or {}
+    started = iso()
     out.mkdir(parents=True, exist_ok=True)
 
     # ---------------------------------------------------------------- results
@@ -223,7 +241,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
             m.runs += [r for r in res.runs if r not in m.runs]
             for cat, vals in res.corpus.items():
                 corpus_keys.setdefault(res.model, {}).setdefault(cat, set()).update(vals)
-    save = SaveDir(out, log=log)
+    save = SaveDir(out, log=log, run_id=new_run_id("merge"), started=started)
     for model, m in merged.items():
         m.items = {k: m.items[k] for k in _ordered(m.items, orders[model])}
         m.skipped_categories = dict(sorted(m.skipped_categories.items()))
@@ -273,24 +291,26 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
                 entry["shards"][str(d)] = data
         for fname, entry in by_model.items():
             entry["note"] = "per-shard SAGEval summaries (categories split across shards are not recomputed)"
-            write.write_json(layout.sageval_dir(out) / fname, entry)
+            write.write_json(layout.sageval_file(out, Path(fname).stem), entry)
         notes.append("sageval summaries kept per shard")
 
     # ---------------------------------------------------------------- caches and manifests
-    caches = [d / "judge_cache.sqlite" for d in dirs if (d / "judge_cache.sqlite").is_file()]
+    caches = [layout.judge_cache_file(d) for d in dirs if layout.judge_cache_file(d).is_file()]
     cache_rows = _merge_cache(out, caches) if caches else 0
     for d in dirs:  # every shard's run manifests, byte for byte
         for p in read.run_manifest_files(d):
-            write.write_bytes(layout.runs_dir(out) / p.name, p.read_bytes())
+            write.copy_file(p, layout.run_manifest_file(out, p.stem))
     errors = [dict(e, shard=str(d)) for d, m in zip(dirs, manifests) for e in m.get("errors", [])]
-    manifest = {
-        "run_id": new_run_id("merge"),
-        "status": "ok" if all(m.get("status") == "ok" for m in manifests) else "merged shards with problems",
-        "merged_from": [{"path": str(d), "run_id": m.get("run_id"), "status": m.get("status"),
-                         "shard": m.get("shard")} for d, m in zip(dirs, manifests)],
-        "config": config, "config_hash": next((m.get("config_hash") for m in manifests if m.get("config_hash")), None),
-        "models": sorted(merged), "finished": iso(), "errors": errors,
-        "judge_cache_rows": cache_rows, "notes": notes, "forced_over": diff,
-    }
+    manifest = new_manifest(
+        run_id=save.run_id,
+        status="ok" if all(m.get("status") == "ok" for m in manifests) else "merged shards with problems",
+        first={"merged_from": [{"path": str(d), "run_id": m.get("run_id"), "status": m.get("status"),
+                                "shard": m.get("shard")} for d, m in zip(dirs, manifests)]},
+        config=config, config_hash=next((m.get("config_hash") for m in manifests if m.get("config_hash")), None),
+        config_file=next((m.get("config_file") for m in manifests if m.get("config_file")), None),
+        started=save.started, finished=iso(),
+        models=[model_entry(name, merged[name].answer_file, len(merged[name].items)) for name in sorted(merged)],
+        errors=errors, usage=summed_usage(manifests),
+        judge_cache_rows=cache_rows, notes=notes, forced_over=diff)
     write_outputs(save, manifest, charts=charts)
     return manifest

@@ -1,23 +1,24 @@
 """Everything a run leaves besides the scores, from one SaveDir, in one order: result files,
 battles and ranking -> summary.csv -> charts -> comparisons -> report -> manifest (last, so it
 lists every file). A view that fails (a chart, the report) is recorded in the manifest's errors
-and never costs the results. The gates read the same SaveDir (evaluate.pipeline.gates)."""
+and never costs the results. What was written comes back as the run's log (`RunLog`, built from
+memory), which the closing lines, the report and the gates (evaluate.pipeline.gates) read."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ..report.data import SaveData
-from ..savepath import read
+from ..savepath import layout, read
+from ..savepath.log import RunLog
 from .results import write_summary_csv
 from .savedir import SaveDir
 
 
 def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None = None,
-                  charts: bool = True) -> SaveData | None:
-    """Write every output of the run once; returns what the report and the closing lines show
-    (None when the save path holds no results)."""
+                  charts: bool = True) -> RunLog | None:
+    """Write every output of the run once; returns the run's log, what the report and the closing lines
+    show (None when the save path holds no results)."""
     errors = manifest.setdefault("errors", [])
     save.include_earlier()
     changes = save.check_signatures()
@@ -54,7 +55,7 @@ def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None
     try:
         from ..report import write_report
 
-        files["report"] = str(save.path / "report.html")
+        files["report"] = str(layout.report_file(save.path))
         write_report(save.path, data=view)
     except Exception as exc:
         files.pop("report", None)
@@ -66,17 +67,18 @@ def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None
 
 
 def save_data(save: SaveDir, results: list[dict[str, Any]], comparisons: list[dict[str, Any]],
-              manifest: dict[str, Any]) -> SaveData:
-    """The report's view of this run, from memory; only the small files other commands own (the judge
-    check, SAGEval's summaries, the charts) are read from the save path, through its one reader
-    (`evaluate.savepath.read`, as `report.data.load_save_path` reads them)."""
+              manifest: dict[str, Any]) -> RunLog:
+    """The run's log, from memory; only the small files other commands own (the judge check, SAGEval's
+    summaries, the labels, the charts) are read from the save path, through its one reader
+    (`evaluate.savepath.read`, as `RunLog.read` reads them)."""
     problems: list[str] = []
-    data = SaveData(path=save.path, results=results, battles=list(save.battles.values()), ranking=save.ranking,
-                    comparisons=comparisons, manifest=json.loads(json.dumps(manifest, default=str)),
-                    problems=problems)
+    data = RunLog(path=save.path, results=results, battles=list(save.battles.values()), ranking=save.ranking,
+                  comparisons=comparisons, manifest=json.loads(json.dumps(manifest, default=str)),
+                  problems=problems)
     data.judge_check = read.read_judge_check(save.path, problems)
     data.sageval = read.read_sageval(save.path, problems)
+    data.labels = read.read_labels(save.path, problems)
     data.charts = read.chart_files(save.path)
-    data.unreadable = [str(u) for u in save.unreadable]
-    problems.extend(data.unreadable)
+    data.unreadable = list(save.unreadable)
+    problems.extend(str(u) for u in data.unreadable)
     return data

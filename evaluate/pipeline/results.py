@@ -322,10 +322,10 @@ class ModelResults:
 def load_all(save_path: Path, unreadable: list[read.Unreadable] | None = None) -> list[ModelResults]:
     """Every model's results under save_path, in file-name order (models run one at a time are all
     found); a file that cannot be read is added to `unreadable` (naming it and why) instead."""
-    files = read.read_results(save_path)
+    found, unread = read.read_results(save_path)
     out = []
-    bad = list(files.unreadable)
-    for path, data in files.found:
+    bad = list(unread)
+    for path, data in found:
         try:
             out.append(ModelResults.from_dict(data))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:

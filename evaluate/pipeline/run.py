@@ -17,13 +17,13 @@ from typing import Any, Callable
 from ..backends.probing import ProbingPool
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
-from ..core.lock import SaveLock
 from ..core.records import Record
 from ..core.scores import InvalidTally
-from ..core.secrets import scrub_argv
 from ..families import Context, Family
+from ..savepath import layout
 from ..savepath import read as savepath_read
-from ..savepath.manifest import iso as _iso, new_run_id, versions
+from ..savepath.lock import SaveLock
+from ..savepath.manifest import iso as _iso, new_manifest, new_run_id
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
@@ -42,7 +42,7 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
         check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
     prep = load_inputs(cfg, families)
     resolve_score_names(cfg, known_of(prep.plan, [s.name for s in prep.sets]).scores)
-    check_output_dir(cfg.save_path, "save_path", ("results", "runs", "charts", "battles"))
+    check_output_dir(cfg.save_path, "save_path", layout.RUN_FOLDERS)
     savepath_read.check(cfg.save_path)  # a save path of a newer layout is refused before any work
     if any(w.get("judge_calls") for w in prep.plan.work.values()):
         judge_reachability(cfg)
@@ -78,7 +78,7 @@ class Outcome:
 
     manifest: dict[str, Any]
     save: SaveDir
-    view: Any = None  # the report's SaveData of this run (closing lines, report), None when there are no results
+    view: Any = None  # the run's RunLog, from memory (closing lines, report), None when there are no results
 
 
 def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: bool = True,
@@ -107,17 +107,15 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     started = time.time()
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
-    save = SaveDir(cfg.save_path, log=log)
+    save = SaveDir(cfg.save_path, log=log, run_id=run_id, started=_iso(started))
     judges = ProbingPool(api_key=cfg.openai_key, log=log)
-    manifest: dict[str, Any] = {
-        "run_id": run_id, "status": "running", "config": cfg.to_dict(), "config_hash": cfg.hash,
-        "config_file": str(cfg.source) if cfg.source else None, "argv": scrub_argv(sys.argv),
-        "versions": versions(), "started": _iso(started), "finished": None,
-        "models": [{"name": s.name, "answer_file": str(s.path), "sha256": _sha256(s.path),
-                    "records": len(s.records), "empty_outputs": s.empty_output_ids,
-                    **({"missing_ids": s.missing_ids} if cfg.missing == "common" else {})} for s in sets],
-        "plan": plan.to_dict(), "errors": [], "usage": {}, "shard": list(cfg.shard) if cfg.shard else None,
-    }
+    manifest = new_manifest(
+        run_id=run_id, config=cfg.to_dict(), config_hash=cfg.hash,
+        config_file=str(cfg.source) if cfg.source else None, started=_iso(started),
+        models=[{"name": s.name, "answer_file": str(s.path), "sha256": _sha256(s.path),
+                 "records": len(s.records), "empty_outputs": s.empty_output_ids,
+                 **({"missing_ids": s.missing_ids} if cfg.missing == "common" else {})} for s in sets],
+        plan=plan.to_dict(), shard=list(cfg.shard) if cfg.shard else None)
     log(plan.describe())
     for line in missing_lines(sets):
         log(line)

@@ -15,15 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import InputError
+from ..savepath.log import NoResults, RunLog
 from .comparisons import NOT_COMPARABLE, compare_pair, configured_primary
 from .results import signature_diff
 
 
 def _read(save_path: Path) -> dict[str, dict[str, Any]]:
-    from ..report.data import NoResults, load_save_path
-
     try:
-        data = load_save_path(save_path)
+        data = RunLog.read(save_path)
     except NoResults as exc:
         raise InputError(str(exc)) from None
     return {r["model"]: r for r in data.results}
@@ -60,17 +59,15 @@ def compare_runs(path_a: Path, path_b: Path, *, models: list[tuple[str, str]] | 
 
 
 def comparison_view(path_a: Path, path_b: Path, comparisons: list[dict[str, Any]]) -> Any:
-    """The two runs as one report's content (evaluate.report.data.SaveData): each compared model once
+    """The two runs as one report's content (a RunLog): each compared model once
     per run, named `A:<model>` and `B:<model>` as in the comparisons, so the report's pairs, forest
     plots and item browser show run A's and run B's answers and scores side by side."""
-    from ..report.data import SaveData
-
     ra, rb = _read(path_a), _read(path_b)
     results: dict[str, dict[str, Any]] = {}
     for comp in comparisons:
         for name, runs in ((comp["model_a"], ra), (comp["model_b"], rb)):
             results.setdefault(name, dict(runs[name[2:]], model=name))
-    return SaveData(path=Path(path_b), results=list(results.values()), comparisons=comparisons,
+    return RunLog(path=Path(path_b), results=list(results.values()), comparisons=comparisons,
                     manifest={"compared_runs": {"A": str(path_a), "B": str(path_b)}})
 
 

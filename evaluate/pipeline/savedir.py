@@ -1,28 +1,15 @@
-"""The only owner of a save path.
+"""A run in progress: the writer of a save path's run log (docs/save-path.md lists its files).
 
-Layout under `save_path`:
-
-    results/<model>.json    one per model; scores of earlier runs kept while answer and signature hold
-    battles/<a>__vs__<b>.json, battles/ranking.json   pairwise judge battles and the ranking
-    comparisons/            paired comparisons of every pair of models (evaluate.pipeline.comparisons)
-    summary.csv             every aggregate of every model (long format)
-    charts/<family>/*.png   comparison charts
-    report.html             the self-contained report
-    manifest.json           the last run: config and hash, versions, models, times, counts, errors
-    runs/<run_id>.json      every run's manifest
-    judge_cache.sqlite      the judge's replies (unless judge.cache says elsewhere)
-    judge_checks/, judge_check.json, sageval/   the judge check's store, SAGEval's summaries
-
-A run holds every model's results, battles and ranking in memory; each file is written once, at
-the end (also when the run fails or is interrupted: what was computed is kept). Aggregates are
-computed once per model. Two scores meet only when their signatures agree: a score whose
-signature changed since an earlier run into the same save path replaces the earlier scores of
-that key (the change is named, with both signatures); a comparison of two models whose
-signatures differ is refused row by row (`evaluate.pipeline.comparisons`).
-
-The format itself (where each file lives, the one writer, the one reader, the layout version in
-the manifest) is `evaluate.savepath`'s; this class holds a run's content in memory and writes it
-through that package. Earlier result files are read once per run (`earlier_files`).
+A run, a merge or a benchmark command holds every model's results, battles and ranking here, in
+memory, with its run id, its start and a benchmark's manifest entries (`header`); each file is written
+once, at the end (also when the run fails or is interrupted: what was computed is kept), through
+`evaluate.savepath` (where each file lives, the one writer, the layout version in the manifest).
+Aggregates are computed once per model. Two scores meet only when their signatures agree: a score
+whose signature changed since an earlier run into the same save path replaces the earlier scores of
+that key (the change is named, with both signatures); a comparison of two models whose signatures
+differ is refused row by row (`evaluate.pipeline.comparisons`). Earlier result files are read once
+per run (`earlier_files`). What was written comes back as the run's `RunLog`
+(`evaluate.pipeline.outputs`).
 """
 
 from __future__ import annotations
@@ -34,25 +21,30 @@ from ..core.records import Record
 from ..core.scores import ItemScores
 from ..savepath import layout, read, write
 from ..savepath.layout import pair_stem as battle_stem
-from ..savepath.manifest import stamp_layout
+from ..savepath.manifest import iso, new_run_id, stamp_layout
 from .results import ModelResults, signature_diff
 
 
 class SaveDir:
     """Results, battles and the ranking of one save path, held in memory and written once."""
 
-    def __init__(self, path: Path, log: Callable[[str], None] = lambda s: None):
-        """Raises LayoutError (bad input) when the save path was written in a newer layout."""
+    def __init__(self, path: Path, log: Callable[[str], None] = lambda s: None, *, run_id: str | None = None,
+                 started: str | None = None):
+        """Raises LayoutError (bad input) when the save path was written in a newer layout. `run_id`,
+        `started`: the run in progress (a new id and now when not given), for its manifest."""
         read.check(path)
         self.path = Path(path)
         self.log = log
+        self.run_id = run_id or new_run_id()
+        self.started = started or iso()
+        self.header: dict[str, Any] = {}  # manifest entries of the run a benchmark adds (its models, its block)
         self.models: dict[str, ModelResults] = {}
         self.battles: dict[str, dict[str, Any]] = {}  # stem -> battle file content
         self.ranking: dict[str, Any] | None = None
         self.signature_changes: list[dict[str, Any]] = []
         self.opened: set[str] = set()  # models this run scores (the others come from earlier runs)
         self._dicts: tuple[str | None, list[dict[str, Any]]] | None = None
-        self._files: read.ResultFiles | None = None
+        self._files: tuple[list[tuple[Path, dict[str, Any]]], list[read.Unreadable]] | None = None
         self.unreadable: list[read.Unreadable] = []  # earlier result files that could not be read
         self.writes: dict[str, int] = {}  # path -> times written by this object (tests read it)
 
@@ -61,10 +53,10 @@ class SaveDir:
                    skipped: dict[str, int] | None = None) -> ModelResults:
         """The model's results, starting from its earlier file in this save path (if any)."""
         path = layout.results_file(self.path, name)
-        earlier = self.earlier_files()
-        old: Any = earlier.by_path().get(path)
+        found, bad = self.earlier_files()
+        old: Any = next((d for p, d in found if p == path), None)
         if old is None:
-            old = next((u for u in earlier.unreadable if u.path == path), None)
+            old = next((u for u in bad if u.path == path), None)
         res = self.models[name] = ModelResults.open(self.path, name, answer_file, records, earlier=old)
         res.skipped_categories = dict(skipped or {})
         self.opened.add(name)
@@ -83,8 +75,9 @@ class SaveDir:
         self.ranking = data
         return layout.ranking_file(self.path)
 
-    def earlier_files(self) -> read.ResultFiles:
-        """The result files the save path held before this run, parsed once per run."""
+    def earlier_files(self) -> tuple[list[tuple[Path, dict[str, Any]]], list[read.Unreadable]]:
+        """The result files the save path held before this run, parsed once per run: (those read with
+        their content, those that could not be read)."""
         if self._files is None:
             self._files = read.read_results(self.path)
         return self._files
@@ -94,19 +87,19 @@ class SaveDir:
         share a save path), so every output shows every model; a file that cannot be read is named
         in the log (and `unreadable`), never dropped silently. Returns the names added."""
         found = []
-        files = self.earlier_files()
-        for path, data in files.found:
+        files, unreadable = self.earlier_files()
+        for path, data in files:
             if data["model"] in self.models:
                 continue
             try:
                 self.models[data["model"]] = ModelResults.from_dict(data)
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                files.unreadable.append(read.Unreadable(path, f"{type(exc).__name__}: {exc}"))
+                unreadable.append(read.Unreadable(path, f"{type(exc).__name__}: {exc}"))
                 continue
             found.append(data["model"])
-        files.found = [(p, d) for p, d in files.found if not any(u.path == p for u in files.unreadable)]
+        files[:] = [(p, d) for p, d in files if not any(u.path == p for u in unreadable)]
         opened = {layout.results_file(self.path, m) for m in self.opened}
-        for bad in files.unreadable:
+        for bad in unreadable:
             if bad.path not in opened and bad not in self.unreadable:
                 self.unreadable.append(bad)
                 self.log(f"warning: {bad}: not read, so not in this run's outputs (summary, comparisons, report)")

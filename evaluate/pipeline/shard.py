@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..core.errors import InputError
+from ..savepath.layout import shard_dir
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -31,7 +32,7 @@ def shard_of(record_id: str, n: int) -> int:
 
 
 def shard_save_path(save_path: Path, shard: tuple[int, int]) -> Path:
-    return save_path / f"shard-{shard[0]}-of-{shard[1]}"
+    return shard_dir(save_path, *shard)
 
 
 def apply_shard(sets: Sequence[Any], shard: tuple[int, int] | None) -> None:

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ..stats.family import CONFIRMATORY, EXPLORATORY, Decision
-from .data import SaveData
+from ..savepath.log import RunLog
 
 # a judge whose battle verdicts look like this is flagged, whatever judge_check.json says
 TIE_SHARE_WARN = 0.8  # share of decided items that are ties
@@ -102,7 +102,7 @@ def verdict_detail(verdict_text: str) -> str:
     return verdict_text
 
 
-def judge_check_shown(data: SaveData) -> dict[str, Any] | None:
+def judge_check_shown(data: RunLog) -> dict[str, Any] | None:
     """The judge check the report and the warnings speak of. A benchmark run's manifest names the stored
     check of its own judge (`judge_check` with a `scope`: it checked the judge with the project's prompts,
     not the benchmark's): that one, or None when that judge was never checked, whatever other judge
@@ -116,7 +116,7 @@ def judge_check_shown(data: SaveData) -> dict[str, Any] | None:
     return data.judge_check
 
 
-def judge_warnings(data: SaveData) -> list[str]:
+def judge_warnings(data: RunLog) -> list[str]:
     """Plain reasons not to trust the judge; empty when nothing is known to be wrong."""
     out: list[str] = []
     jc = judge_check_shown(data)
@@ -175,7 +175,7 @@ def families_of(keys: list[str]) -> list[str]:
     return [f for f in order if f in fams] + sorted(fams - set(order))
 
 
-def comparison_rows(data: SaveData, a: str, b: str) -> tuple[dict[str, Any], list[dict[str, Any]], bool] | None:
+def comparison_rows(data: RunLog, a: str, b: str) -> tuple[dict[str, Any], list[dict[str, Any]], bool] | None:
     """The comparison file of a and b, its rows, and whether it is stored as (b, a)."""
     for comp in data.comparisons:
         if (comp.get("model_a"), comp.get("model_b")) == (a, b):

@@ -36,24 +36,24 @@ from .analysis import (
 from ..savepath.layout import report_file
 from ..savepath.manifest import iso
 from ..savepath.write import write_text
-from .data import SaveData, load_save_path
+from ..savepath.log import RunLog, read_run_log
 
 TEMPLATES = Path(__file__).with_name("templates")
 MAX_TEXT = 4000  # judge replies, reasons and detail strings longer than this are cut in the browser data
 
 
-def write_report(save_path: Path, out: Path | None = None, *, data: SaveData | None = None) -> Path:
+def write_report(save_path: Path, out: Path | None = None, *, data: RunLog | None = None) -> Path:
     """Write `<save_path>/report.html` (or `out`) from `data` (a run's view, from memory) or from the
     files of `save_path`; returns the path written. Raises `NoResults` when there are no results."""
     save_path = Path(save_path)
     if data is None:
-        data = load_save_path(save_path)
+        data = read_run_log(save_path)
     html = render(data)
     target = Path(out) if out is not None else report_file(save_path)
     return write_text(target, html)  # atomic, readable by all (umask): a report is for sharing
 
 
-def render(data: SaveData) -> str:
+def render(data: RunLog) -> str:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(default=True),
@@ -66,7 +66,7 @@ def render(data: SaveData) -> str:
 
 # --- the page's sections --------------------------------------------------------------------------
 
-def context(data: SaveData) -> dict[str, Any]:
+def context(data: RunLog) -> dict[str, Any]:
     manifest = data.manifest or {}
     return {
         "title": (f"Two runs compared: A = {manifest['compared_runs']['A']}, B = {manifest['compared_runs']['B']}"
@@ -107,7 +107,7 @@ def _aggs(res: dict[str, Any], category: str | None) -> dict[str, Any]:
     return (aggs.get("overall") or {}) if category is None else (aggs.get("by_category") or {}).get(category, {})
 
 
-def pairs(data: SaveData) -> list[dict[str, Any]]:
+def pairs(data: RunLog) -> list[dict[str, Any]]:
     """Headline: per pair of models, who is better on what, and the battle. Two runs compared
     (`eval.py compare --report`) show only the pairs compared, each model across the two runs: the cross
     pairs (A:x vs B:y) have no comparison and no battle, nothing to show."""
@@ -216,7 +216,7 @@ def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
 
 
 def benchmark_view(block: Any) -> dict[str, Any] | None:
-    """A battle file's `benchmark` block (the benchmark's own numbers: evaluate.pipeline.benchmark_outputs)
+    """A battle file's `benchmark` block (the benchmark's own numbers: evaluate.benchmarks.outputs)
     with each value and interval written as the benchmark's table writes them; None when absent or malformed."""
     if not isinstance(block, dict) or not isinstance(block.get("rows"), list):
         return None
@@ -237,7 +237,7 @@ def benchmark_view(block: Any) -> dict[str, Any] | None:
             "baseline": str(block.get("baseline") or ""), "note": str(block.get("note") or ""), "rows": rows}
 
 
-def judge_panel(data: SaveData) -> dict[str, Any]:
+def judge_panel(data: RunLog) -> dict[str, Any]:
     """Which judge, which prompts, how it behaved."""
     sigs: dict[str, dict[str, Any]] = {}
     for res in data.results:
@@ -313,7 +313,7 @@ def _check_detail(check: dict[str, Any] | None) -> str | None:
     return verdict_detail(str(check.get("verdict_text") or "")) if check else None
 
 
-def invalid_reasons(data: SaveData) -> list[dict[str, Any]]:
+def invalid_reasons(data: RunLog) -> list[dict[str, Any]]:
     """Invalid scores and battle verdicts, counted by (source, reason)."""
     counts: dict[tuple[str, str], int] = {}
     for res in data.results:
@@ -337,7 +337,7 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def overall_charts(data: SaveData) -> list[dict[str, str]]:
+def overall_charts(data: RunLog) -> list[dict[str, str]]:
     out = []
     for fam, charts in sorted(data.charts.items()):
         for stem, path in charts.items():
@@ -346,7 +346,7 @@ def overall_charts(data: SaveData) -> list[dict[str, str]]:
     return out
 
 
-def category_sections(data: SaveData) -> list[dict[str, Any]]:
+def category_sections(data: RunLog) -> list[dict[str, Any]]:
     cats = ["(all)"] + data.categories
     sections = []
     for cat in cats:
@@ -444,7 +444,7 @@ def forest_svg(rows: list[dict[str, Any]], a: str, b: str) -> str:
     return "".join(parts)
 
 
-def run_panel(data: SaveData) -> dict[str, Any]:
+def run_panel(data: RunLog) -> dict[str, Any]:
     m = data.manifest or {}
     skipped: dict[str, int] = {}
     for res in data.results:
@@ -473,7 +473,7 @@ def _cut(value: Any) -> Any:
     return value
 
 
-def browser_data(data: SaveData) -> dict[str, Any]:
+def browser_data(data: RunLog) -> dict[str, Any]:
     """Compact, because a 10,000-item run must stay a file people can open and mail: categories,
     score keys and the key sets of detail objects by index; empty parts left out.
 

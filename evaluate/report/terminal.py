@@ -29,7 +29,8 @@ from ..core.registry import suggest
 from ..stats.family import ALL, default_primary
 from ..stats.intervals import MIN_INTERVAL_N
 from .analysis import confirmatory, finite, judge_warnings, num, significant
-from .data import SaveData, load_save_path
+from ..savepath import layout
+from ..savepath.log import RunLog, read_run_log
 
 BOLD, RED, GREEN, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[0m"
 SCORE_W = 22  # the score column at 80 columns; narrower terminals shrink it
@@ -75,7 +76,7 @@ def resolve_scores(names: Sequence[str], known: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def shown_scores(data: SaveData, scores: Sequence[str] | None = None) -> list[str]:
+def shown_scores(data: RunLog, scores: Sequence[str] | None = None) -> list[str]:
     """The scores of the closing lines: `scores`, else the config's `summary_scores`, else the pairs'
     primary scores, else the default primary set of the models' overall scores."""
     known = sorted({k for r in data.results for k in _overall(r)})
@@ -96,7 +97,7 @@ def shown_scores(data: SaveData, scores: Sequence[str] | None = None) -> list[st
     return sorted(default_primary(by_family))
 
 
-def _means_table(data: SaveData, keys: list[str], width: int) -> list[str]:
+def _means_table(data: RunLog, keys: list[str], width: int) -> list[str]:
     models = data.models
     col = max(7, min(12, max(len(m) for m in models)))
     score_w = max(12, min(SCORE_W, width - (col + 1) * len(models)))
@@ -115,7 +116,7 @@ def _means_table(data: SaveData, keys: list[str], width: int) -> list[str]:
     return [line.rstrip() for line in lines]
 
 
-def _pass_rate_lines(data: SaveData, keys: list[str], width: int) -> list[str]:
+def _pass_rate_lines(data: RunLog, keys: list[str], width: int) -> list[str]:
     """Pass/fail scores (rule checks; `ci_method: wilson` in their aggregates): each model's passes of n and
     the 95% Wilson interval of its pass rate, one line per score."""
     lines = []
@@ -133,7 +134,7 @@ def _pass_rate_lines(data: SaveData, keys: list[str], width: int) -> list[str]:
     return (["pass rates, passed/n [95% Wilson interval]:"] + lines) if lines else []
 
 
-def _mcnemar_used(data: SaveData) -> bool:
+def _mcnemar_used(data: RunLog) -> bool:
     """Whether a comparison row was decided by McNemar's exact test (a pass/fail score)."""
     return any("McNemar" in str(r.get("test")) for c in data.comparisons for r in c.get("rows") or [])
 
@@ -155,7 +156,7 @@ def _interval_cell(row: dict[str, Any]) -> str:
     return "all equal" if row.get("interval_note") else "–"
 
 
-def _battle_side(data: SaveData, a: str, b: str) -> dict[str, Any] | None:
+def _battle_side(data: RunLog, a: str, b: str) -> dict[str, Any] | None:
     """The pair's battle from the side of `a`: win rate and interval, length-controlled ones, counts."""
     found = data.battle_for(a, b)
     if not found:
@@ -188,7 +189,7 @@ def _no_valid(row: dict[str, Any]) -> bool:
     return not row.get("n") and not finite(row.get("diff"))
 
 
-def _pair_block(comp: dict[str, Any], keys: list[str], data: SaveData, width: int, color: bool) -> list[str]:
+def _pair_block(comp: dict[str, Any], keys: list[str], data: RunLog, width: int, color: bool) -> list[str]:
     a, b = comp.get("model_a", "A"), comp.get("model_b", "B")
     method = comp.get("method") or {}
     rows = comp.get("rows") or []
@@ -349,7 +350,7 @@ def _run_lines(manifest: dict[str, Any] | None, width: int, keys: Sequence[str] 
     return lines
 
 
-def _not_scored_lines(data: SaveData, width: int) -> list[str]:
+def _not_scored_lines(data: RunLog, width: int) -> list[str]:
     """Records no config entry covers, named again at the end (the plan named them before the run)."""
     skipped: dict[str, int] = {}
     for res in data.results:
@@ -361,11 +362,11 @@ def _not_scored_lines(data: SaveData, width: int) -> list[str]:
                  + ", ".join(f"{c} ({n})" for c, n in sorted(skipped.items())), width, "  ")
 
 
-def closing_summary(source: Path | SaveData, *, width: int | None = None, color: bool | None = None,
+def closing_summary(source: Path | RunLog, *, width: int | None = None, color: bool | None = None,
                     scores: Sequence[str] | None = None) -> str:
-    """The closing lines of a save path (its files) or of a run's view (`SaveData`, from memory).
+    """The closing lines of a save path (its files) or of a run's view (`RunLog`, from memory).
     `scores`: the scores to show (default: see `shown_scores`)."""
-    data = source if isinstance(source, SaveData) else load_save_path(Path(source))
+    data = source if isinstance(source, RunLog) else read_run_log(Path(source))
     save_path = data.path
     if width is None:
         width = shutil.get_terminal_size((80, 24)).columns
@@ -395,12 +396,12 @@ def closing_summary(source: Path | SaveData, *, width: int | None = None, color:
     for w in judge_warnings(data):
         text = "\n".join(_wrap("judge warning: " + w, width))
         lines.append(RED + text + RESET if color else text)
-    report = save_path / "report.html"
+    report = layout.report_file(save_path)
     lines.append("")
     lines.append(f"report:   {report}" if report.exists() else f"report:   (not written) eval.py report {save_path}")
-    for label, p in (("manifest", save_path / "manifest.json"), ("results", save_path / "results"),
-                     ("summary", save_path / "summary.csv"), ("battles", save_path / "battles"),
-                     ("compare", save_path / "comparisons"), ("charts", save_path / "charts")):
+    for label, p in (("manifest", layout.manifest_file(save_path)), ("results", layout.results_dir(save_path)),
+                     ("summary", layout.summary_csv(save_path)), ("battles", layout.battles_dir(save_path)),
+                     ("compare", layout.comparisons_dir(save_path)), ("charts", layout.charts_dir(save_path))):
         if p.exists():
             lines.append(f"{label + ':':<9} {p}")
     if color and lines:

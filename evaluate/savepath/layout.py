@@ -14,6 +14,7 @@ from ..core.errors import InputError
 from ..core.io import safe_name
 
 LAYOUT_VERSION = 1
+LOCK_NAME = ".eval.lock"
 
 
 class LayoutError(InputError):
@@ -66,7 +67,8 @@ def charts_dir(root: Path) -> Path:
 
 
 def chart_file(root: Path, family: str, name: str) -> Path:
-    return charts_dir(root) / family / f"{name}.png"
+    """`charts/<family>/<name>.png` (a category's bars, `overview`, `battle_<a>__vs__<b>`), names made file-safe."""
+    return charts_dir(root) / safe_name(family) / f"{safe_name(name)}.png"
 
 
 def report_file(root: Path) -> Path:
@@ -108,6 +110,109 @@ def answers_dir(root: Path) -> Path:
 
 def answers_file(root: Path, name: str, ext: str = "jsonl") -> Path:
     return answers_dir(root) / f"{safe_name(name)}.{ext.lstrip('.')}"
+
+
+def answers_manifest_file(answer_file: Path) -> Path:
+    """A generated answer file's manifest, beside it: `<file>.generation.json` (the generation's
+    signature, counts, usage and the ids missing with why)."""
+    answer_file = Path(answer_file)
+    return answer_file.with_name(answer_file.name + ".generation.json")
+
+
+def generate_cache_file(answer_file: Path) -> Path:
+    """The generation's cache of the model's replies, beside its answer file (SQLite, not this format's)."""
+    return Path(answer_file).parent / "generate_cache.sqlite"
+
+
+def judge_cache_file(root: Path) -> Path:
+    """The judge's replies (SQLite, `evaluate.backends.cache`'s schema), unless `judge.cache` says elsewhere."""
+    return Path(root) / "judge_cache.sqlite"
+
+
+def lock_file(root: Path) -> Path:
+    """The running process (pid, host, run id), gone when the run ends (`lock.SaveLock`)."""
+    return Path(root) / LOCK_NAME
+
+
+def shard_dir(root: Path, index: int, count: int) -> Path:
+    """The save path of shard `index` of `count` (`--shard I/N`), in this same layout."""
+    return Path(root) / f"shard-{index}-of-{count}"
+
+
+def shard_dirs(root: Path) -> list[Path]:
+    """The shard folders a save path holds, in name order ([] for none)."""
+    return sorted(p for p in Path(root).glob("shard-*") if p.is_dir()) if Path(root).is_dir() else []
+
+
+def labels_file(root: Path) -> Path:
+    """A person's labels of the run's items, one JSON line each (written by `eval.py view`)."""
+    return Path(root) / "labels.jsonl"
+
+
+# The benchmarks' own files, in their own formats and places (FastChat's, Arena-Hard's, AlpacaEval's):
+# kept in the save path beside the project's files, written through this package like every other file.
+def model_answer_dir(root: Path) -> Path:
+    """FastChat's and Arena-Hard's `model_answer/` (one `<model>.jsonl` per model; generated ones too)."""
+    return Path(root) / "model_answer"
+
+
+def model_answer_file(root: Path, model: str) -> Path:
+    return generated_answer_file(model_answer_dir(root), model, "jsonl")
+
+
+def generated_answer_file(folder: Path, name: str, ext: str) -> Path:
+    """A model's generated answers in a benchmark's answer folder (`model_answer/`, `model_outputs/`):
+    `<name>.<ext>`, the name as given (the benchmark names the model by its file)."""
+    return Path(folder) / f"{name}.{ext.lstrip('.')}"
+
+
+def model_outputs_dir(root: Path) -> Path:
+    """AlpacaEval's model outputs of the models generated into the save path (`<model>.json`)."""
+    return Path(root) / "model_outputs"
+
+
+def model_judgment_dir(root: Path) -> Path:
+    return Path(root) / "model_judgment"
+
+
+def mt_bench_judgment_file(root: Path, judge_model: str, mode: str) -> Path:
+    """FastChat's `model_judgment/<judge>_single.jsonl` / `<judge>_pair.jsonl` (the name made file-safe)."""
+    suffix = "single" if mode == "single" else "pair"
+    return model_judgment_dir(root) / f"{safe_name(judge_model)}_{suffix}.jsonl"
+
+
+def mt_bench_summary_file(root: Path) -> Path:
+    """An MT-bench run's counts, file hashes and tables (`mt_bench_summary.json`)."""
+    return Path(root) / "mt_bench_summary.json"
+
+
+def arena_hard_judgment_dir(root: Path, judge: str) -> Path:
+    """Arena-Hard's `model_judgment/<judge>/` (the judge's name as given: a folder Arena-Hard wrote)."""
+    return model_judgment_dir(root) / judge
+
+
+def arena_hard_judgment_file(root: Path, judge: str, model: str) -> Path:
+    return arena_hard_judgment_dir(root, judge) / f"{model}.jsonl"
+
+
+def leaderboard_csv(root: Path) -> Path:
+    """Arena-Hard's leaderboard of the run, as its table shows it."""
+    return Path(root) / "leaderboard.csv"
+
+
+def alpaca_annotations_file(root: Path, model: str, annotator: str) -> Path:
+    """AlpacaEval's results layout: `<model>/<annotator>/annotations.json`."""
+    return Path(root) / safe_name(model) / safe_name(annotator) / "annotations.json"
+
+
+def alpaca_judge_run_file(root: Path, model: str, annotator: str) -> Path:
+    """Beside annotations.json: how the annotations were made and their win rates (`judge_run.json`)."""
+    return alpaca_annotations_file(root, model, annotator).with_name("judge_run.json")
+
+
+# folders a run and a benchmark command write into: one that exists as a file is refused before any work
+RUN_FOLDERS = ("results", "runs", "charts", "battles")
+BENCHMARK_FOLDERS = ("model_judgment", "model_answer", "results", "battles", "runs")
 
 
 def layout_of(manifest: Any) -> int:

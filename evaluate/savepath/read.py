@@ -1,4 +1,5 @@
-"""The one reader of a save path: every file a command, the report, merge or a run reads back.
+"""The one reader of a save path, file by file: every file a command, the report, merge or a run reads
+back (`log.RunLog` gathers them into the run log).
 
 Result files are the input every output is made from: one that cannot be read (cut short, not
 JSON, no "model") is never dropped silently; it comes back as an `Unreadable` naming the file and
@@ -10,12 +11,12 @@ show what they have and exit 3). The other files are optional: an unreadable one
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .layout import (battles_dir, charts_dir, check_layout, comparisons_dir, judge_check_file, manifest_file,
-                     results_dir, runs_dir, sageval_dir)
+from .layout import (battles_dir, charts_dir, check_layout, comparisons_dir, judge_check_file, judge_checks_dir,
+                     labels_file, manifest_file, results_dir, runs_dir, sageval_dir)
 
 COMPARISON_SCHEMA = "llm-eval-comparison/2"
 
@@ -27,17 +28,6 @@ class Unreadable:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.reason}"
-
-
-@dataclass
-class ResultFiles:
-    """`results/*.json`, read once: the parsed files in name order and the ones that could not be read."""
-
-    found: list[tuple[Path, dict[str, Any]]] = field(default_factory=list)
-    unreadable: list[Unreadable] = field(default_factory=list)
-
-    def by_path(self) -> dict[Path, dict[str, Any]]:
-        return {p: d for p, d in self.found}
 
 
 def read_json(path: Path) -> Any:
@@ -76,17 +66,19 @@ def read_result_file(path: Path) -> dict[str, Any] | Unreadable:
     return data
 
 
-def read_results(root: Path) -> ResultFiles:
-    """Every `results/*.json`, in file-name order, each parsed once."""
-    out = ResultFiles()
+def read_results(root: Path) -> tuple[list[tuple[Path, dict[str, Any]]], list[Unreadable]]:
+    """Every `results/*.json`, in file-name order, each parsed once: (the files read with their content,
+    the ones that could not be read)."""
+    found: list[tuple[Path, dict[str, Any]]] = []
+    bad: list[Unreadable] = []
     folder = results_dir(root)
     for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
         got = read_result_file(path)
         if isinstance(got, Unreadable):
-            out.unreadable.append(got)
+            bad.append(got)
         else:
-            out.found.append((path, got))
-    return out
+            found.append((path, got))
+    return found, bad
 
 
 def result_file_count(root: Path) -> int:
@@ -183,6 +175,20 @@ def read_stored_check(root: Path, key: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def stored_checks(root: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """Every judge check stored under judge_checks/ (file, record), in name order; an unreadable one is left out."""
+    folder = judge_checks_dir(root)
+    out = []
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            data = read_json(p)
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            out.append((p, data))
+    return out
+
+
 def read_sageval(root: Path, problems: list[str]) -> dict[str, dict[str, Any]]:
     """model -> sageval/<model>.json."""
     out: dict[str, dict[str, Any]] = {}
@@ -197,6 +203,33 @@ def sageval_files(root: Path) -> list[tuple[str, Any]]:
     """(file name, content) of every SAGEval summary; raises on an unreadable one."""
     folder = sageval_dir(root)
     return [(p.name, read_json(p)) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
+
+
+def read_labels(root: Path, problems: list[str]) -> list[dict[str, Any]]:
+    """labels.jsonl: one JSON object a line, in file order ([] when absent); a line that is not one (cut
+    short by a killed writer, edited by hand) is named in `problems` and left out, never guessed at."""
+    path = labels_file(root)
+    if not path.is_file():
+        return []
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path}: {type(exc).__name__}: {exc}")
+        return []
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            problems.append(f"{path}: line {n}: not JSON ({exc}); left out")
+            continue
+        if isinstance(row, dict):
+            out.append(row)
+        else:
+            problems.append(f"{path}: line {n}: expected a JSON object; left out")
+    return out
 
 
 def chart_files(root: Path) -> dict[str, dict[str, Path]]:

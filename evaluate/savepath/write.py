@@ -1,5 +1,7 @@
 """The one writer of a save path: every file under it goes through `write_bytes` (atomic: a
-reader never sees half a file). Tests patch `write_bytes` to see every path a run writes."""
+reader never sees half a file), but the lines appended to a benchmark's own judgment file
+(`append_text`: FastChat appends, so a re-run keeps what was judged). Tests trace every write
+under a save path back to this package."""
 
 from __future__ import annotations
 
@@ -32,3 +34,24 @@ def write_figure(path: Path, fig: Any, **savefig_kwargs: Any) -> Path:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", **savefig_kwargs)
     return write_bytes(path, buf.getvalue())
+
+
+def append_text(path: Path, text: str) -> Path:
+    """Append whole lines to a file (created with its folder when absent), as FastChat appends its
+    judgment files; a file that does not end in a line break gets one first, so a line cut short by an
+    earlier crash stays on its own line."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lead = ""
+    if path.exists() and path.stat().st_size:
+        with open(path, "rb") as fh:
+            fh.seek(-1, 2)
+            lead = "" if fh.read(1) == b"\n" else "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(lead + text)
+    return path
+
+
+def copy_file(source: Path, path: Path) -> Path:
+    """A file's bytes under a new name in the save path (a benchmark's answer file kept beside its judgments)."""
+    return write_bytes(path, Path(source).read_bytes())

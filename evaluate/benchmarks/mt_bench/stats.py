@@ -5,7 +5,7 @@ bootstrap over questions), and per category and overall the mean over questions 
 mean turn score, a question counted only when every judged turn of it is valid (the two turns of a
 question move together, so the question is the unit resampled; a question with one readable turn
 would bring a turn-1-only mean into a two-turn average). These are the means of `MT-bench/score@turn1`,
-`@turn2` and `MT-bench/score` in the save path's results (evaluate.pipeline.mt_bench_outputs). With
+`@turn2` and `MT-bench/score` in the save path's results (evaluate.benchmarks.mt_bench.outputs). With
 no invalid judgment the overall mean equals show_result.py's pooled average. Paired comparisons of
 the models are the save path's own (comparisons/, per category and per turn), not computed here.
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 import itertools
 from typing import Any, Iterable, Sequence
 
-from ..stats import bootstrap_mean_ci, wilson_interval
-from ..stats.intervals import MIN_INTERVAL_N
-from .mt_bench_judge import PairJudgment, SingleJudgment
+from ...stats import bootstrap_mean_ci, wilson_interval
+from ...stats.intervals import MIN_INTERVAL_N
+from .judge import PairJudgment, SingleJudgment
 
 LEVEL = 0.95
 

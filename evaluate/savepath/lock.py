@@ -11,9 +11,8 @@ import socket
 import time
 from pathlib import Path
 
-from .errors import InputError
-
-LOCK_NAME = ".eval.lock"
+from ..core.errors import InputError
+from .layout import LOCK_NAME, lock_file  # noqa: F401  (LOCK_NAME: the file's name, for tests and docs)
 
 
 def _alive(pid: int) -> bool:
@@ -32,7 +31,7 @@ class SaveLock:
 
     @classmethod
     def acquire(cls, save_path: Path, run_id: str = "") -> "SaveLock":
-        path = Path(save_path) / LOCK_NAME
+        path = lock_file(save_path)
         me = {"pid": os.getpid(), "host": socket.gethostname(), "run_id": run_id,
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
         for _ in range(3):

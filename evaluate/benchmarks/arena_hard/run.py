@@ -3,8 +3,8 @@
 Each question is judged twice against the baseline: game 1 with the baseline as assistant A, game 2
 swapped, each with Arena-Hard's system prompt and user template; the verdict is read with the
 config's patterns. A reply with no verdict is kept (score null, the raw reply in `judgment`) and the
-question is left out of the scores, as show_result.py leaves it out. Files: arena_hard_files.py;
-statistics: arena_hard_scores.py.
+question is left out of the scores, as show_result.py leaves it out. Files: files.py;
+statistics: scores.py.
 """
 from __future__ import annotations
 
@@ -14,11 +14,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..backends.base import Backend, JudgeRequest
-from ..core.errors import InputError
-from .arena_hard_files import (Answers, JudgePrompt, parse_verdict, read_answer_dir, read_judge_prompt,  # noqa: F401
+from ...backends.base import Backend, JudgeRequest
+from ...core.errors import InputError
+from ...savepath import layout
+from .files import (Answers, JudgePrompt, parse_verdict, read_answer_dir, read_judge_prompt,  # noqa: F401
                                read_answers, read_judgments, read_questions, render, write_judgments)
-from .arena_hard_scores import battle_outcomes, raw_scores, style_controlled, style_metadata, token_counter
+from .scores import battle_outcomes, raw_scores, style_controlled, style_metadata, token_counter
 
 DEFAULT_BASELINE = "gpt-4-0314"
 
@@ -88,11 +89,11 @@ def judge(questions: Sequence[dict[str, Any]], answers: Answers, baseline: Answe
 
 
 def _judge_dir(bench_dir: Path, judge: str | None) -> Path:
-    root = bench_dir / "model_judgment"
+    root = layout.model_judgment_dir(bench_dir)
     if judge is not None:
-        if not (root / judge).is_dir():
-            raise InputError(f"{root / judge}: no such judgment folder")
-        return root / judge
+        if not layout.arena_hard_judgment_dir(bench_dir, judge).is_dir():
+            raise InputError(f"{layout.arena_hard_judgment_dir(bench_dir, judge)}: no such judgment folder")
+        return layout.arena_hard_judgment_dir(bench_dir, judge)
     found = sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
     if not found:
         raise InputError(f"{root}: expected one folder of judgments per judge, found none")
@@ -152,14 +153,15 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
     """Arena-Hard's leaderboard of the judgments under bench_dir/model_judgment/<judge>/: raw score
     (win rate against the baseline, %) and style-controlled score (length and markdown controlled),
     each with its 90% bootstrap interval; avg_tokens is the mean answer length (tokens, see
-    arena_hard_scores.token_len) over the questions judged for that model (the baseline: over every
+    scores.token_len) over the questions judged for that model (the baseline: over every
     question judged), so that --limit limits it too; n_invalid counts questions left out for a missing
     verdict."""
     bench_dir = Path(bench_dir)
     jdir = _judge_dir(bench_dir, judge)
     records = read_judgment_dir(jdir)
     base = _baseline(jdir, records, baseline)
-    answers = read_answer_dir(bench_dir / "model_answer") if (bench_dir / "model_answer").is_dir() else {}
+    folder = layout.model_answer_dir(bench_dir)
+    answers = read_answer_dir(folder) if folder.is_dir() else {}
     battles: dict[str, list[float]] = {}
     invalid: dict[str, int] = {}
     questions: dict[str, set[str]] = {}
@@ -191,7 +193,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
             mm = [meta[m][u] for m, u in zip(rows_model, rows_uid)]
             bm = [meta[base][u] for u in rows_uid]
         except KeyError as exc:
-            raise InputError(f"{bench_dir / 'model_answer'}: no answer for question {exc.args[0]} judged in {jdir}")
+            raise InputError(f"{folder}: no answer for question {exc.args[0]} judged in {jdir}")
         sc, _ = style_controlled([m.split("/")[-1] for m in rows_model], rows_out, mm, bm, base, seed)
     rows = []
     for m in sorted(set(battles) | {base}):
@@ -214,7 +216,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
 def lengths_note(bench_dir: Path) -> str:
     """Where the style fit's token lengths come from: the answer files' own metadata (written by
     Arena-Hard's add_markdown_info.py) or this project's count."""
-    folder = Path(bench_dir) / "model_answer"
+    folder = layout.model_answer_dir(bench_dir)
     answers = read_answer_dir(folder) if folder.is_dir() else {}
     if answers and all(len(a.metadata) == len(a.text) for a in answers.values()):
         return "Token lengths and markdown counts: the answer files' metadata."

@@ -21,18 +21,18 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..core.errors import InputError
-from ..core.io import atomic_write_text, check_output_dir, clean_json, read_text, safe_name, sha256_text
-from ..core.records import Record
-from ..judges.battle import BattleItem, BattleResult, OrderJudgment
-from .benchmark import Benchmark, Saved, Scored, ScoringFailed, register_benchmark
-from .benchmark_outputs import block, judge_signature, row
-from .savedir import SaveDir
+from ...core.errors import InputError
+from ...core.io import check_output_dir, clean_json, read_text, safe_name, sha256_text
+from ...core.records import Record
+from ...judges.battle import BattleItem, BattleResult, OrderJudgment
+from ..benchmark import Benchmark, Scored, ScoringFailed, register_benchmark
+from ..outputs import block, judge_signature, row
+from ...pipeline.savedir import SaveDir
+from ...savepath import layout, write
 
 FAMILY = "Arena-Hard"
 GAME_ORDER = ("BA", "AB")  # game 1: the baseline is assistant A (shown first); game 2: the model is
@@ -100,7 +100,7 @@ def add_run(save: SaveDir, *, judgments: Mapping[str, Sequence[Mapping[str, Any]
             lengths: str, seed: int) -> list[dict[str, Any]]:
     """A battle per model of the table against the baseline and every model's answers; returns the
     manifest's `models` entries. `judgments`: model -> its judgment records against `baseline`."""
-    from ..judges.battle_summary import by_category
+    from ...judges.battle_summary import by_category
 
     sig = {"evaluator": "arena_hard", "benchmark": "Arena-Hard (lmarena/arena-hard-auto @ 196f6b8's protocol)",
            "judge": judge_signature(judge), "judge_name": judge_name, "baseline": baseline, "seed": seed,
@@ -159,7 +159,7 @@ class _Inputs:
 
 @register_benchmark
 class ArenaHard(Benchmark):
-    """Judges models against the baseline by Arena-Hard's protocol (evaluate/benchmarks/arena_hard.py)
+    """Judges models against the baseline by Arena-Hard's protocol (evaluate/benchmarks/arena_hard/run.py)
     with the judge of --judge-config's `judge:` block. --bench holds question.jsonl and
     model_answer/<model>.jsonl (Arena-Hard's data/<bench_name>/ folder); --judge-prompt defaults to
     judge_prompt_v0.1.json there or in its parent. Writes OUT/model_judgment/<judge>/<model>.jsonl in
@@ -197,14 +197,13 @@ class ArenaHard(Benchmark):
             raise InputError(f"--limit: expected a positive number of questions, got {args.limit}")
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.bench / "question.jsonl", args.save_path / "model_answer"
+        return args.bench / "question.jsonl", layout.model_answer_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
-        from ..benchmarks import arena_hard as ah
+        from . import run as ah
 
         policy = args.missing or _missing_key(args.judge_config)
-        check_output_dir(args.save_path, "--save_path",
-                         subdirs=("model_judgment", "model_answer", "results", "battles"))
+        check_output_dir(args.save_path, "--save_path", subdirs=layout.BENCHMARK_FOLDERS)
         prompt = ah.read_judge_prompt(_prompt_path(args))
         questions = ah.read_questions(args.bench / "question.jsonl")[:args.limit]
         base_name = args.baseline or prompt.baseline or ah.DEFAULT_BASELINE
@@ -212,12 +211,12 @@ class ArenaHard(Benchmark):
         generated = getattr(args, "generated", None) or {}
         models = [ah.read_answers(generated.get(m) or _answer_file(args.bench, m)) for m in dict.fromkeys(args.model)]
         questions, left_out = _common_questions(questions, [baseline, *models], policy)
-        out_dir = args.save_path / "model_judgment" / safe_name(judge.model)
+        out_dir = layout.arena_hard_judgment_dir(args.save_path, safe_name(judge.model))
         if out_dir.is_dir():
             ah.read_judgment_dir(out_dir)  # a (model, question) judged twice is refused before anything is paid
         done = {}
         for m in models:
-            path = out_dir / f"{m.model}.jsonl"
+            path = layout.arena_hard_judgment_file(args.save_path, safe_name(judge.model), m.model)
             done[m.model] = {r["uid"]: r for r in ah.read_judgments(path)} if path.is_file() else {}
         todo = {m.model: ah.plan(questions, m, baseline, prompt, done[m.model]) for m in models}
         return _Inputs(args, judge.model, prompt, questions, baseline, models, out_dir, done, left_out, todo)
@@ -236,24 +235,24 @@ class ArenaHard(Benchmark):
     def judge(self, inputs: _Inputs, backend: Any) -> int:
         """Judge what is missing, write the judgment files, copy the answers beside them (the leaderboard
         reads them there, as show_result.py does); returns the number of games that failed."""
-        from ..benchmarks import arena_hard as ah
+        from . import run as ah
 
         failed = 0
         for m in inputs.models:
             recs = ah.judge(inputs.questions, m, inputs.baseline, inputs.prompt, backend, inputs.judge_model,
                             inputs.done[m.model])
             failed += sum(1 for r in recs for g in r["games"] if g is None)
-            ah.write_judgments(inputs.out_dir / f"{m.model}.jsonl", recs)
-        ans_dir = inputs.args.save_path / "model_answer"
-        ans_dir.mkdir(exist_ok=True)
+            ah.write_judgments(layout.arena_hard_judgment_file(inputs.args.save_path, safe_name(inputs.judge_model),
+                                                               m.model), recs)
         for a in [inputs.baseline, *inputs.models]:
-            if a.path.resolve() != (ans_dir / f"{a.model}.jsonl").resolve():
-                shutil.copyfile(a.path, ans_dir / f"{a.model}.jsonl")
+            copy = layout.model_answer_file(inputs.args.save_path, a.model)
+            if a.path.resolve() != copy.resolve():
+                write.copy_file(a.path, copy)
         return failed
 
     def scores(self, inputs: _Inputs, judged: int) -> Scored:
-        from ..benchmarks import arena_hard as ah
-        from ..benchmarks.tables import arena_hard_table
+        from . import run as ah
+        from ..tables import arena_hard_table
 
         save_path = inputs.args.save_path
         try:
@@ -269,15 +268,15 @@ class ArenaHard(Benchmark):
         return Scored(text, cols, rows, errors=[failed] if failed else [],
                       exit_line=f"exit 3: {failed}" if failed else "", detail={"lengths": lengths})
 
-    def save(self, save: SaveDir, inputs: _Inputs, judged: int, scored: Scored, judge: dict[str, Any]) -> Saved:
-        from ..benchmarks import arena_hard as ah
+    def save(self, save: SaveDir, inputs: _Inputs, judged: int, scored: Scored, judge: dict[str, Any]) -> None:
+        from . import run as ah
 
         args = inputs.args
         buf = io.StringIO()
         w = csv.DictWriter(buf, fieldnames=scored.columns)
         w.writeheader()
         w.writerows(scored.rows)
-        atomic_write_text(args.save_path / "leaderboard.csv", buf.getvalue())
+        write.write_text(layout.leaderboard_csv(args.save_path), buf.getvalue())
         baseline = inputs.baseline.model
         judgments: dict[str, list[dict[str, Any]]] = {}
         for r in ah.read_judgment_dir(inputs.out_dir):
@@ -285,13 +284,16 @@ class ArenaHard(Benchmark):
                 judgments.setdefault(str(r["model"]).split("/")[-1], []).append(r)
         questions = {q["uid"]: q for q in ah.read_questions(args.bench / "question.jsonl")}
         entries = add_run(save, judgments=judgments, table=scored.rows, baseline=baseline,
-                          answers=ah.read_answer_dir(args.save_path / "model_answer"), questions=questions,
+                          answers=ah.read_answer_dir(layout.model_answer_dir(args.save_path)), questions=questions,
                           weights=ah.SHOW_RESULT_WEIGHTS, judge=judge, judge_name=safe_name(inputs.judge_model),
                           prompt=inputs.prompt, lengths=scored.detail["lengths"], seed=args.seed)
         extra = {"bench": str(args.bench), "judge_prompt": str(inputs.prompt.path), "baseline": baseline,
                  "judgments": str(inputs.out_dir), "seed": args.seed, "limit": args.limit, "leaderboard": scored.rows,
                  **({"missing": "common", "left_out": inputs.left_out} if inputs.left_out else {})}
-        return Saved(entries, extra, written=f"{inputs.out_dir}, {args.save_path / 'leaderboard.csv'}")
+        save.header.update({"models": entries, self.key: extra})
+
+    def written(self, log: Any) -> list[str]:
+        return [str((log.header.get(self.key) or {}).get("judgments")), str(layout.leaderboard_csv(log.path))]
 
 
 def _prompt_path(args: argparse.Namespace) -> Path:
@@ -304,7 +306,7 @@ def _prompt_path(args: argparse.Namespace) -> Path:
 
 
 def _answer_file(bench: Path, model: str) -> Path:
-    p = bench / "model_answer" / f"{model}.jsonl"
+    p = layout.model_answer_file(bench, model)
     if not p.is_file():
         raise InputError(f"{p}: no answers for model {model!r}")
     return p
@@ -312,8 +314,8 @@ def _answer_file(bench: Path, model: str) -> Path:
 
 def _missing_key(config: Path) -> str:
     """`missing:` beside the judge: block of --judge-config (refuse when absent)."""
-    from ..core.io import read_structured
-    from ..core.registry import suggest
+    from ...core.io import read_structured
+    from ...core.registry import suggest
 
     raw = read_structured(config, "judge config")
     value = raw.get("missing", "refuse") if isinstance(raw, dict) else "refuse"
@@ -327,7 +329,7 @@ def _common_questions(questions: list[dict[str, Any]], answers: list[Any], polic
                       ) -> tuple[list[dict[str, Any]], dict[str, list[str]]]:
     """The questions to judge and, per model, the ids left out because its file has no answer for them.
     By default a missing answer is refused: the score would cover other questions than its neighbours'."""
-    from ..benchmarks import arena_hard as ah
+    from . import run as ah
 
     gone = ah.missing_answers(questions, answers)
     if not gone:
@@ -345,7 +347,7 @@ def _ids(ids: list[str], most: int = 10) -> str:
 
 
 def _left_out_line(left_out: dict[str, list[str]]) -> str:
-    from ..benchmarks.tables import wrap
+    from ..tables import wrap
 
     drop = {u for ids in left_out.values() for u in ids}
     return wrap(f"missing: common: {len(drop)} question(s) left out for every model, not answered by "

@@ -32,16 +32,16 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
-from ..backends.base import Backend
-from ..backends.cache import VOLATILE_FIELDS
-from ..benchmarks.mt_bench import Inputs, Match
-from ..benchmarks.mt_bench_judge import PairMatch, SingleJudgment, SingleMatch, judge_pairs, judge_single
-from ..core.io import read_text, sha256_text
-from ..pipeline.checkstore import _ci, _f, _pct, save_check
-from ..pipeline.checkstore import _usage as usage_of
-from .corrupt import corrupt
-from .rules import CORRUPTIONS, RULES
-from .sanity import _mean_ci, _pref_block, corruption_blocks, verdict_reasons
+from ...backends.base import Backend
+from ...backends.cache import VOLATILE_FIELDS
+from .run import Inputs, Match
+from .judge import PairMatch, SingleJudgment, SingleMatch, judge_pairs, judge_single
+from ...core.io import read_text, sha256_text
+from ...pipeline.checkstore import _ci, _f, _pct, save_check
+from ...pipeline.checkstore import _usage as usage_of
+from ...judgecheck.corrupt import corrupt
+from ...judgecheck.rules import CORRUPTIONS, RULES
+from ...judgecheck.sanity import _mean_ci, _pref_block, corruption_blocks, verdict_reasons
 
 def part_of(mode: str) -> str:
     """The part of the label-free check a mode's prompts make: ratings, or battles of two answers."""
@@ -237,7 +237,7 @@ def run_check(save_path: Any, backend: Backend, inputs: Inputs, matches: Sequenc
 
 def report_text(record: dict[str, Any]) -> str:
     """The check as a terminal reads it, 80 columns: one row per corruption, pooled last, then the verdict."""
-    from ..report.analysis import verdict_detail
+    from ...report.analysis import verdict_detail
 
     sanity = record["sanity"]
     part = sanity["parts"][0]

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import InputError
-from ..core.io import read_jsonl, read_structured
+from ...core.errors import InputError
+from ...core.io import read_jsonl, read_structured
+from ...savepath.write import write_text
 
 
 @dataclass
@@ -166,9 +167,6 @@ def read_judgments(path: Path) -> list[dict[str, Any]]:
 
 
 def write_judgments(path: Path, records: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    tmp.replace(path)
+    """The judgment file, whole (atomically, through the save path's writer: a killed run never leaves
+    half a file)."""
+    write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .tables import column_heads, name_row
+from ..tables import column_heads, name_row
 
 WIDTH = 80
 

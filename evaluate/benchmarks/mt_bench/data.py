@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..core.errors import InputError
-from ..core.io import read_jsonl
-from ..core.options import short
-from ..core.registry import suggest
+from ...core.errors import InputError
+from ...core.io import read_jsonl
+from ...core.options import short
+from ...core.registry import suggest
 
 # FastChat's list (fastchat/llm_judge/common.py): these categories are judged against a reference.
 NEED_REF_CATS = ("math", "reasoning", "coding", "arena-hard-200")

@@ -23,10 +23,11 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from ..core.errors import InputError
-from ..core.io import read_jsonl
-from ..core.options import short
-from .mt_bench_judge import SCALE, Game, PairJudgment, SingleJudgment, outside
+from ...core.errors import InputError
+from ...core.io import read_jsonl
+from ...core.options import short
+from ...savepath.write import append_text
+from .judge import SCALE, Game, PairJudgment, SingleJudgment, outside
 
 INVALID_SCORE = -1
 ERROR = "error"
@@ -58,14 +59,7 @@ def append_rows(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     rows = list(rows)
     if not rows:
         return 0
-    path.parent.mkdir(parents=True, exist_ok=True)
-    lead = ""
-    if path.exists() and path.stat().st_size:
-        with open(path, "rb") as fh:
-            fh.seek(-1, 2)
-            lead = "" if fh.read(1) == b"\n" else "\n"
-    with open(path, "a", encoding="utf-8") as fh:
-        fh.write(lead + "".join(json.dumps(r) + "\n" for r in rows))
+    append_text(path, "".join(json.dumps(r) + "\n" for r in rows))
     return len(rows)
 
 

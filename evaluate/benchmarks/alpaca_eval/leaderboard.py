@@ -28,10 +28,10 @@ from typing import Any, Collection, Iterable, Sequence
 
 import numpy as np
 
-from ..core.errors import InputError
-from ..core.io import read_structured
-from ..core.records import Record
-from ..stats.length_control import length_controlled_win_rates
+from ...core.errors import InputError
+from ...core.io import read_structured
+from ...core.records import Record
+from ...stats.length_control import length_controlled_win_rates
 
 COLUMNS = ("win_rate", "standard_error", "n_wins", "n_wins_base", "n_draws", "n_total", "discrete_win_rate",
            "avg_length", "length_controlled_winrate", "lc_standard_error")

@@ -24,14 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..core.errors import InputError
-from ..core.io import check_output_dir, clean_json, safe_name
-from ..core.records import Record
-from ..core.scores import Invalid, ItemScores
-from ..judges.battle import BattleItem, BattleResult, OrderJudgment
-from .benchmark import Benchmark, Saved, Scored, register_benchmark
-from .benchmark_outputs import block, judge_signature, row
-from .savedir import SaveDir
+from ...core.errors import InputError
+from ...core.io import check_output_dir, clean_json, safe_name
+from ...core.records import Record
+from ...core.scores import Invalid, ItemScores
+from ...judges.battle import BattleItem, BattleResult, OrderJudgment
+from ..benchmark import Benchmark, Scored, register_benchmark
+from ..outputs import block, judge_signature, row
+from ...pipeline.savedir import SaveDir
+from ...savepath import layout
 
 FAMILY = "AlpacaEval"
 SCORE = "preference"
@@ -132,7 +133,7 @@ def add_run(save: SaveDir, *, evaluator: Any, reference: Any, models: Sequence[A
     (identical outputs: a draw, 0.5, without a judge call; AlpacaEval lists it at 50%), so the paired
     comparison of a model with the baseline tests its win rate against 50%. Returns the manifest's
     `models` entries."""
-    from ..judges.battle_summary import by_category
+    from ...judges.battle_summary import by_category
 
     baseline = reference.generator
     sig = {"evaluator": "alpaca_eval", "benchmark": "AlpacaEval 2 (tatsu-lab/alpaca_eval's protocol)",
@@ -179,7 +180,7 @@ class _Inputs:
 @register_benchmark
 class AlpacaEval(Benchmark):
     """Judges model outputs against a baseline by AlpacaEval's protocol (evaluate/benchmarks/
-    alpaca_eval_judge.py) with the judge of --judge-config's `judge:` block. Writes
+    alpaca_eval/judge.py) with the judge of --judge-config's `judge:` block. Writes
     OUT/<model>/<annotator>/annotations.json (AlpacaEval's results layout) with judge_run.json beside it,
     prints each model's win rate beside its length-controlled one, and leaves the project's outputs.
     Decoding (max_tokens, temperature, top_logprobs) comes from the evaluator config, as AlpacaEval sends
@@ -213,10 +214,10 @@ class AlpacaEval(Benchmark):
             raise InputError(f"--limit: expected a positive number of instructions, got {args.limit}")
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.reference_outputs, args.save_path / "model_outputs"
+        return args.reference_outputs, layout.model_outputs_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
-        from ..benchmarks import alpaca_eval_judge as ae
+        from . import judge as ae
 
         evaluator = ae.read_evaluator(args.evaluator_config)
         reference = ae.read_outputs(args.reference_outputs)
@@ -254,7 +255,7 @@ class AlpacaEval(Benchmark):
 
     def judge(self, inputs: _Inputs, backend: Any) -> dict[str, Any]:
         """Annotate every pair; write each model's annotations.json; the win rates and LC over the models."""
-        from ..benchmarks import alpaca_eval_judge as ae
+        from . import judge as ae
 
         args, evaluator, planned = inputs.args, inputs.evaluator, inputs.planned
         if inputs.logprobs and not backend.supports_logprobs:
@@ -280,7 +281,7 @@ class AlpacaEval(Benchmark):
         return {"results": results, "annotations": annotations, "judge_model": info["judge"].get("model")}
 
     def scores(self, inputs: _Inputs, judged: dict[str, Any]) -> Scored:
-        from ..benchmarks.tables import alpaca_eval_table, wrap
+        from ..tables import alpaca_eval_table, wrap
 
         results = judged["results"]
         lc, lc_note = _length_controlled([path for _, path, _ in results.values()])
@@ -312,7 +313,7 @@ class AlpacaEval(Benchmark):
                       if failed else [], exit_line=exit_line, detail={"lc": lc, "lc_note": lc_note})
 
     def save(self, save: SaveDir, inputs: _Inputs, judged: dict[str, Any], scored: Scored,
-             judge: dict[str, Any]) -> Saved:
+             judge: dict[str, Any]) -> None:
         results = judged["results"]
         entries = add_run(save, evaluator=inputs.evaluator, reference=inputs.reference, models=inputs.models,
                           pairs=inputs.pairs, annotations=judged["annotations"],
@@ -325,16 +326,16 @@ class AlpacaEval(Benchmark):
             print("note: the judge gave no log-probabilities: preferences were read from the generated token "
                   "(m -> 1, M -> 2, as a binarized AlpacaEval config reads them), so the win rate is a discrete one",
                   file=sys.stderr)
-        return Saved(entries, extra)
+        save.header.update({"models": entries, self.key: extra})
 
-    def closing(self, saved: Saved, report: Path | None) -> str:
+    def closing(self, log: Any, report: Path | None) -> str:
         return f"  report: {report}\n" if report else ""
 
 
 def _length_controlled(paths: Sequence[Path]) -> tuple[dict[str, dict[str, Any]], str]:
     """AlpacaEval's length-controlled win rates of the models just judged, the models judged together
     being the reference set (`eval.py leaderboard --alpaca-eval` refits them over a larger one)."""
-    from ..benchmarks import alpaca_eval as board
+    from . import leaderboard as board
 
     try:
         b = board.leaderboard([m for p in paths for m in board.read_annotations(p)])

@@ -5,7 +5,7 @@ scores and the rows of its leaderboard, and leaves its files and the project's o
 save path. One driver (`evaluate.commands.common.drive_benchmark`) runs any of them the same way:
 flags, the judge (`--judge-config`'s `judge:` block, the one judge-cache rule, metered for the
 manifest), `--dry-run` (the requests counted and priced, nothing contacted), the table, the stored
-judge check of this judge, the manifest and report through `benchmark_outputs.write_run`, and the exit
+judge check of this judge, the manifest and report through `benchmarks.outputs.write_run`, and the exit
 code (0 done, 2 bad input, 3 the judge failed on some calls or nothing could be scored).
 
 A fourth benchmark is one module with a `Benchmark` subclass decorated `@register_benchmark`, and
@@ -20,15 +20,15 @@ runs it and `eval.py help` lists it::
         def requests(self, inputs): ...        # {model: [JudgeRequest]} still to send
         def judge(self, inputs, backend): ...  # send them (backend.complete_many); what came back
         def scores(self, inputs, judged): ...  # Scored: the table's text, the leaderboard rows
-        def save(self, save, inputs, judged, scored, judge): ...  # Saved: results/battles added to `save`
+        def save(self, save, inputs, judged, scored, judge): ...  # results, battles, manifest entries into `save`
 
 What a benchmark may change of the driver's defaults (MT-bench uses each): `judge_options` (a judge:
 block from its own config file), `judge_file` (the file the judge cache path is relative to), `notes`
 (said on stderr before judging), `lock` (held from opening the judge to the last file written: FastChat's
-files are appended), `check_judge` (the judge check after the table, the judge still open; `judge_check`
-names the module of evaluate.judgecheck the driver hands over as `self.checker`, since pipeline/ cannot
-import judgecheck/), `metered`, `dry_run_cost`, and a `Saved` with `own_manifest` (the run's outputs and
-manifest written by `save` itself) and `exit_line`.
+files are appended), `check_judge` (the judge check after the table, the judge still open), `metered`,
+`dry_run_cost`, `written` (its own files, for the closing line), `closing` and `exit_line` (from the
+run's log, once every output is written). Every benchmark's manifest is made by the driver
+(`outputs.write_run`, through the one manifest builder) from what `save` put in `save.header`.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from typing import Any, ClassVar
 from ..core.registry import Registry
 
 # the built-in benchmarks' modules, imported the first time the registry is read
-BUILTIN = ("evaluate.pipeline.arena_hard_outputs", "evaluate.pipeline.alpaca_eval_outputs",
-           "evaluate.pipeline.mt_bench_outputs")
+BUILTIN = ("evaluate.benchmarks.arena_hard.outputs", "evaluate.benchmarks.alpaca_eval.outputs",
+           "evaluate.benchmarks.mt_bench.outputs")
 
 
 class ScoringFailed(Exception):
@@ -61,16 +61,6 @@ class Scored:
     detail: dict[str, Any] = field(default_factory=dict)  # whatever save() needs beyond the rows
 
 
-@dataclass
-class Saved:
-    models: list[dict[str, Any]]  # the manifest's `models` entries
-    extra: dict[str, Any] = field(default_factory=dict)  # the manifest's block of this benchmark
-    written: str = ""  # the closing line that says where its own files are ("" for none)
-    own_manifest: bool = False  # save() wrote the project's outputs and manifest itself (write_outputs)
-    view: Any = None  # what save() wrote, for closing() (the report's view when own_manifest)
-    exit_line: str = ""  # the last line on stderr when the run exits 3, known only once the outputs are written
-
-
 class Benchmark:
     name: ClassVar[str] = ""  # the command: eval.py NAME
     key: ClassVar[str] = ""  # the manifest's `benchmark`
@@ -80,12 +70,8 @@ class Benchmark:
     # the question kind `--generate NAME=MODEL.yaml` answers (evaluate.generation), "" for none; a benchmark
     # that sets it says where its questions are and where generated answers go (`generation`)
     generates: ClassVar[str] = ""
-    # the module of evaluate.judgecheck that checks this benchmark's judge on its own judgments ("" for none);
-    # the driver imports it and sets `checker` (pipeline/ sits below judgecheck/ and cannot import it)
-    judge_check: ClassVar[str] = ""
     metered: ClassVar[bool] = True  # the judge wrapped in a meter (the usage in the driver's manifest)
     dry_run_cost: ClassVar[bool] = True  # the dry run ends with the cost line when the judge has a price
-    checker: Any = None
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         raise NotImplementedError
@@ -113,7 +99,7 @@ class Benchmark:
                     signature: dict[str, Any], log: Any) -> tuple[str, int]:
         """After the table, the judge still open: (the text to print, 0 or the exit code 3 when the
         check could not run). By default the line on the stored judge check of this judge."""
-        from ..benchmarks.tables import judge_check_line
+        from .tables import judge_check_line
 
         return judge_check_line(args.save_path, signature), 0
 
@@ -138,13 +124,25 @@ class Benchmark:
     def scores(self, inputs: Any, judged: Any) -> Scored:
         raise NotImplementedError
 
-    def save(self, save: Any, inputs: Any, judged: Any, scored: Scored, judge: dict[str, Any]) -> Saved:
+    def save(self, save: Any, inputs: Any, judged: Any, scored: Scored, judge: dict[str, Any]) -> None:
+        """Add the run to `save` (the run in progress, a SaveDir): each model's results (`open_model`,
+        `add`) and battles (`add_battle`), and to `save.header` the manifest's entries of this run:
+        `models` (one entry per model, at least its name) and the benchmark's own block under its `key`
+        (`config`, `judge_check`: what the manifest says instead of the driver's)."""
         raise NotImplementedError
 
-    def closing(self, saved: Saved, report: Path | None) -> str:
-        """The last line of stdout: where the files are."""
-        return "written: " + ", ".join([*([saved.written] if saved.written else []),
-                                        *([str(report)] if report else [])]) + "\n"
+    def written(self, log: Any) -> list[str]:
+        """Where the benchmark's own files of this run are, for the closing line ([] for none); `log`:
+        the run's RunLog."""
+        return []
+
+    def closing(self, log: Any, report: Path | None) -> str:
+        """The last line of stdout: where the files are (`log`: the run's RunLog)."""
+        return "written: " + ", ".join([*self.written(log), *([str(report)] if report else [])]) + "\n"
+
+    def exit_line(self, log: Any, scored: Scored) -> str:
+        """The last line on stderr when the run exits 3 ("" for none), once its outputs are written."""
+        return scored.exit_line
 
 
 BENCHMARKS: Registry[type[Benchmark]] = Registry("benchmark")

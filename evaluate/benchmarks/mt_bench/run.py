@@ -4,10 +4,10 @@ show_result.py's tables with the project's intervals beside them.
 
 The pieces, each usable alone:
 - `load_inputs`: question.jsonl, the answer files, the reference answers and judge_prompts.jsonl,
-  checked (mt_bench_data) before anything is paid.
-- `make_matches`: FastChat's matches for a mode (mt_bench_judge).
-- `resume`: which matches an existing judgment file already holds (mt_bench_files).
-- `judge_matches`: a backend in, judgment records out (mt_bench_judge).
+  checked (data) before anything is paid.
+- `make_matches`: FastChat's matches for a mode (judge).
+- `resume`: which matches an existing judgment file already holds (files).
+- `judge_matches`: a backend in, judgment records out (judge).
 - `run_mt_bench`: the above in sequence, writing the files of a save path.
 """
 
@@ -17,17 +17,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..backends.base import Backend
-from ..core.errors import InputError
-from ..core.io import atomic_write_json, safe_name, sha256_text, read_text
-from . import mt_bench_files as files
-from .mt_bench_data import (Conversation, JudgePrompt, Question, QuestionId, check_coverage, check_references,
+from ...backends.base import Backend
+from ...core.errors import InputError
+from ...core.io import read_text, sha256_text
+from ...savepath import layout
+from ...savepath.write import write_json
+from . import files as files
+from .data import (Conversation, JudgePrompt, Question, QuestionId, check_coverage, check_references,
                             model_name, read_answers, read_judge_prompts, read_questions, read_references,
                             require_prompt)
-from .mt_bench_judge import (PROMPT_NAMES, PairJudgment, PairMatch, SingleJudgment, SingleMatch, judge_pairs,
+from .judge import (PROMPT_NAMES, PairJudgment, PairMatch, SingleJudgment, SingleMatch, judge_pairs,
                              judge_single, pair_matches, pair_user_prompt, prompt_scale, single_matches,
                              single_user_prompt, template_fields_for)
-from .mt_bench_stats import pair_stats, single_stats
+from .stats import pair_stats, single_stats
 
 MODES = ("single", "pairwise-baseline", "pairwise-all")
 DEFAULT_REFERENCE = "gpt-4"  # FastChat's file of reference answers; used when the judge has none of its own
@@ -148,8 +150,7 @@ def make_matches(inputs: Inputs, mode: str, baseline: str | None = None) -> list
 
 def judgment_file(out_dir: Path, judge_model: str, mode: str) -> Path:
     """FastChat's `model_judgment/<judge>_single.jsonl` / `<judge>_pair.jsonl` (the name made file-safe)."""
-    suffix = "single" if mode == "single" else "pair"
-    return Path(out_dir) / "model_judgment" / f"{safe_name(judge_model)}_{suffix}.jsonl"
+    return layout.mt_bench_judgment_file(out_dir, judge_model, mode)
 
 
 @dataclass
@@ -266,5 +267,5 @@ def run_mt_bench(inputs: Inputs, mode: str, backend: Backend, out_dir: Path, *, 
     if inputs.unjudged:
         summary["unjudged_turns"] = {"note": unjudged_note(inputs.unjudged),
                                      "questions": {str(q): n for q, n in inputs.unjudged.items()}}
-    atomic_write_json(Path(out_dir) / "mt_bench_summary.json", summary)
+    write_json(layout.mt_bench_summary_file(out_dir), summary)
     return RunResult(records, summary, path, matches)

@@ -33,26 +33,22 @@ path keeps its scores.
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..backends.cache import VOLATILE_FIELDS
-from ..benchmarks.mt_bench import Inputs, RunResult
-from ..benchmarks.mt_bench_judge import PairJudgment, PairMatch, SingleJudgment
-from ..core.clock import utc_now
-from ..core.errors import InputError
-from ..core.io import check_output_dir, clean_json
-from ..core.records import Record, Turn, turn_key
-from ..core.scores import Invalid, ItemScores
-from ..core.secrets import scrub_argv
-from ..savepath import manifest as savepath_manifest
-from ..judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
-from .benchmark import Benchmark, Saved, Scored, register_benchmark
-from .outputs import write_outputs
-from .savedir import SaveDir
+from ...backends.cache import VOLATILE_FIELDS
+from .run import Inputs, RunResult
+from .judge import PairJudgment, PairMatch, SingleJudgment
+from ...core.errors import InputError
+from ...core.io import check_output_dir, clean_json
+from ...core.records import Record, Turn, turn_key
+from ...core.scores import Invalid, ItemScores
+from ...savepath import layout
+from ...savepath.manifest import model_entry
+from ...judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
+from ..benchmark import Benchmark, Scored, register_benchmark
+from ...pipeline.savedir import SaveDir
 
 FAMILY = "MT-bench"
 SCORE = "score"
@@ -190,7 +186,7 @@ def fastchat_pair_counts(items: Sequence[BattleItem]) -> dict[str, Any]:
 
 
 def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, list[Record]]) -> None:
-    from ..judges.battle_summary import battle_ranking, by_category, controlled
+    from ...judges.battle_summary import battle_ranking, by_category, controlled
 
     sig = {**_base_signature(result.summary, "pairwise"), "prompt": sorted({m.prompt.name for m in result.matches}),
            "both_orders": True, "turn_rule": "show_result.py: the two games agree, else a tie; an error game: invalid",
@@ -225,12 +221,9 @@ def add_pairs(save: SaveDir, inputs: Inputs, result: RunResult, recs: dict[str, 
                 save.set_ranking(ranking)
 
 
-def write_run(save: SaveDir, inputs: Inputs, result: RunResult, *, mode: str, config: dict[str, Any],
-              judge_check: dict[str, Any] | None = None, charts: bool = True) -> Any:
-    """Results (single) or battles (pairwise), then every output of a run through write_outputs;
-    returns the report's view (None when nothing was written). `judge_check`: the stored check of this
-    judge and these prompts (`checkstore.summary_of`), shown in the manifest and every signature."""
-    run_id = savepath_manifest.new_run_id()
+def add_run(save: SaveDir, inputs: Inputs, result: RunResult, *, mode: str) -> list[dict[str, Any]]:
+    """Results (single) or battles (pairwise) of a run into `save`; returns the manifest's `models`
+    entries (each answer file's sha256 as FastChat's files were read)."""
     recs = records_of(inputs)
     for model in inputs.models:
         save.open_model(model, str(inputs.answer_paths[model]), recs[model])
@@ -238,28 +231,9 @@ def write_run(save: SaveDir, inputs: Inputs, result: RunResult, *, mode: str, co
         add_single(save, inputs, result, recs)
     else:
         add_pairs(save, inputs, result, recs)
-    summary = result.summary
-    manifest: dict[str, Any] = {
-        "run_id": run_id, "status": "ok", "benchmark": "mt_bench", "config": config,
-        "argv": scrub_argv(sys.argv), "versions": savepath_manifest.versions(), "finished": utc_now(),
-        "models": [{"name": m, "answer_file": str(p), "sha256": (summary["files"]["answers"][m] or {}).get("sha256"),
-                    "records": len(recs[m])} for m, p in inputs.answer_paths.items()],
-        "mt_bench": {k: summary[k] for k in ("mode", "baseline", "counts", "files")},
-        "errors": [], "usage": {},
-    }
-    if summary["counts"]["failed"]:
-        manifest["errors"].append({"family": FAMILY, "error": f"the judge failed on {summary['counts']['failed']} "
-                                                              "match(es); run again to judge them"})
-    if judge_check is not None:
-        manifest["judge_check"] = judge_check
-        save.include_earlier()
-        save.stamp(f"{FAMILY}/", "judge_check", {x: judge_check.get(x) for x in ("trustworthy", "verdict", "key")})
-    if manifest["errors"]:
-        manifest["status"] = "finished with errors"
-    t0 = time.time()
-    view = write_outputs(save, manifest, run_id=run_id, charts=charts)
-    save.log(f"outputs written in {time.time() - t0:.1f} s")
-    return view
+    files = result.summary["files"]["answers"]
+    return [model_entry(m, p, len(recs[m]), sha256=(files[m] or {}).get("sha256"))
+            for m, p in inputs.answer_paths.items()]
 
 
 # ------------------------------------------------------------------ the benchmark, as eval.py mt-bench runs it
@@ -275,18 +249,17 @@ class _Run:
 
 @register_benchmark
 class MTBench(Benchmark):
-    """MT-bench from FastChat's own files (evaluate/benchmarks/mt_bench.py says how). Writes
+    """MT-bench from FastChat's own files (evaluate/benchmarks/mt_bench/run.py says how). Writes
     OUT/model_judgment/<judge>_{single,pair}.jsonl (FastChat's files, appended: the driver holds the save
     path's lock), OUT/judge_cache.sqlite and OUT/mt_bench_summary.json, prints show_result.py's tables,
-    then the project's outputs of the run (`write_run`, with its own manifest) and their closing lines.
+    then the project's outputs of the run (its results or battles, `add_run`) and their closing lines.
     `--judge-check N`: the label-free judge check on N of the run's judged turns
-    (evaluate/judgecheck/mt_bench.py, handed over by the driver), stored and shown like a run's."""
+    (evaluate/benchmarks/mt_bench/judge_check.py), stored and shown like a run's."""
 
     name, key, family = "mt-bench", "mt_bench", FAMILY
     generates = "mt-bench"
     summary = "MT-bench from FastChat's files and judge prompts"
     description = "MT-bench judged as FastChat's gen_judgment.py does, scored as its show_result.py does."
-    judge_check = "mt_bench"
     metered = False  # the judge check reads the judge's own usage
     dry_run_cost = False
     _config_judge: Any = None
@@ -310,7 +283,7 @@ class MTBench(Benchmark):
 
     def check(self, args: argparse.Namespace) -> None:
         """The run's settings from the flags, the config file filling what the flags leave out."""
-        from ..benchmarks.mt_bench_config import load_config
+        from .config import load_config
 
         if args.config is not None:
             cfg = load_config(args.config)
@@ -343,17 +316,17 @@ class MTBench(Benchmark):
         return args.judge_config or args.config
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.data / "question.jsonl", args.save_path / "model_answer"
+        return args.data / "question.jsonl", layout.model_answer_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Run:
-        from ..benchmarks import mt_bench as bench
+        from . import run as bench
 
         if args.limit is not None and args.limit < 1:
             raise InputError(f"--limit: expected a positive number of questions per category, got {args.limit}")
         baseline = args.baseline
         if args.mode == "pairwise-baseline" and baseline is None:
             baseline = "gpt-3.5-turbo"
-        check_output_dir(args.save_path, "--save_path", subdirs=("model_judgment", "results", "battles", "runs"))
+        check_output_dir(args.save_path, "--save_path", subdirs=layout.BENCHMARK_FOLDERS)
         inputs = bench.load_inputs(args.data, args.answers, judge_model=judge.model, mode=args.mode,
                                    baseline=baseline, prompts_path=args.judge_prompts, limit=args.limit)
         return _Run(args, judge, inputs, baseline)
@@ -362,9 +335,9 @@ class MTBench(Benchmark):
         return {}  # counted per prompt by dry_run_text, from the matches still missing in FastChat's file
 
     def dry_run_text(self, run: _Run, requests: dict[str, list[Any]], judge: Any) -> str:
-        from ..benchmarks import mt_bench as bench
-        from ..benchmarks import mt_bench_files as files
-        from ..benchmarks.mt_bench_judge import plan
+        from . import files, judge_check
+        from . import run as bench
+        from .judge import plan
 
         inputs, mode, n = run.inputs, run.args.mode, run.args.judge_check
         matches = bench.make_matches(inputs, mode, run.baseline)
@@ -379,11 +352,11 @@ class MTBench(Benchmark):
             lines.append(f"{name:<30}{k:>14}{k - left:>14}{left:>10}\n")
         lines.append(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{todo.total:>10}\n")
         if inputs.unjudged:
-            from ..benchmarks.tables import wrap
+            from ..tables import wrap
 
             lines.append(wrap(bench.unjudged_note(inputs.unjudged)))
         if n:
-            lines.append(f"judge check: at most {self.checker.most_calls(matches, inputs.models, mode, n)} more "
+            lines.append(f"judge check: at most {judge_check.most_calls(matches, inputs.models, mode, n)} more "
                          f"calls ({n} judged turns x each corruption that applies; the cache may hold some)\n")
         return "".join(lines)
 
@@ -393,24 +366,28 @@ class MTBench(Benchmark):
         return ""
 
     def lock(self, args: argparse.Namespace) -> Any:
-        from ..core.lock import SaveLock
+        from ...savepath.lock import SaveLock
 
         return _held(SaveLock.acquire(args.save_path, "mt-bench"))  # FastChat's files are appended: one run at a time
 
     def judge(self, run: _Run, backend: Any) -> RunResult:
-        from ..benchmarks import mt_bench as bench
+        from . import run as bench
 
         return bench.run_mt_bench(run.inputs, run.args.mode, backend, run.args.save_path,
                                   judge_model=run.judge.model, baseline=run.baseline)
 
     def scores(self, run: _Run, judged: RunResult) -> Scored:
-        from ..benchmarks.mt_bench_text import summary_text
+        from .text import summary_text
 
-        return Scored(summary_text(judged.summary) + "\n")
+        failed = judged.summary["counts"]["failed"]
+        return Scored(summary_text(judged.summary) + "\n",
+                      errors=[f"the judge failed on {failed} match(es); run again to judge them"] if failed else [],
+                      detail={"counts": judged.summary["counts"]})
 
     def check_judge(self, args: argparse.Namespace, run: _Run, judged: RunResult, backend: Any,
                     signature: dict[str, Any], log: Any) -> tuple[str, int]:
-        check = self.checker
+        from . import judge_check as check
+
         _, _, run.key = check.identity(backend.signature(), run.inputs, args.mode)
         if not args.judge_check:
             return "", 0
@@ -424,34 +401,36 @@ class MTBench(Benchmark):
             log(f"exit 3: the judge check could not run: {type(exc).__name__}: {exc}")
             return "", 3
 
-    def save(self, save: SaveDir, run: _Run, judged: RunResult, scored: Scored, judge: dict[str, Any]) -> Saved:
-        from ..benchmarks.mt_bench_config import config_dict
-        from .checkstore import lookup
-        from .config import scrubbed_judge
+    def save(self, save: SaveDir, run: _Run, judged: RunResult, scored: Scored, judge: dict[str, Any]) -> None:
+        """Results or battles into `save`; the manifest keeps the `mt_bench:` config and the judge check
+        of this judge and these prompts (the run's own, `--judge-check N`, or the stored one)."""
+        from .config import config_dict
+        from ...pipeline.checkstore import lookup
+        from ...pipeline.config import scrubbed_judge
 
         args = run.args
         record = run.record or lookup(args.save_path, run.key)
-        config = config_dict(args.data, args.answers, args.mode, run.baseline, args.judge_prompts, args.limit,
-                             args.judge_check, args.save_path, scrubbed_judge(run.judge))
-        view = write_run(save, run.inputs, judged, mode=args.mode, config=config,
-                         judge_check=_check_summary(record, run.key), charts=not args.no_charts)
-        errors = [e for e in ((view.manifest or {}).get("errors") or [] if view else [])
-                  if e.get("family") != FAMILY]
-        counts = judged.summary["counts"]
-        line = ""
+        models = add_run(save, run.inputs, judged, mode=args.mode)
+        save.header.update({
+            "models": models, "judge_check": _check_summary(record, run.key),
+            "config": config_dict(args.data, args.answers, args.mode, run.baseline, args.judge_prompts, args.limit,
+                                  args.judge_check, args.save_path, scrubbed_judge(run.judge)),
+            self.key: {k: judged.summary[k] for k in ("mode", "baseline", "counts", "files")}})
+
+    def exit_line(self, log: Any, scored: Scored) -> str:
+        counts = scored.detail["counts"]
+        errors = [e for e in log.errors if isinstance(e, dict) and e.get("family") != FAMILY]
         if counts["failed"]:
-            line = (f"error: the judge failed on {counts['failed']} match(es); they were not written: run again to "
+            return (f"error: the judge failed on {counts['failed']} match(es); they were not written: run again to "
                     "judge them")
-        elif counts["matches"] and not counts["valid"]:
-            line = "error: no judgment could be read (every reply is invalid); see mt_bench_summary.json"
-        elif errors:
-            line = f"exit 3: {errors[0].get('error')}"
-        return Saved([], own_manifest=True, view=view, exit_line=line)
+        if counts["matches"] and not counts["valid"]:
+            return "error: no judgment could be read (every reply is invalid); see mt_bench_summary.json"
+        return f"exit 3: {errors[0].get('error')}" if errors else ""
 
-    def closing(self, saved: Saved, report: Path | None) -> str:
-        from ..report.terminal import closing_summary
+    def closing(self, log: Any, report: Path | None) -> str:
+        from ...report.terminal import closing_summary
 
-        return "\n" + closing_summary(saved.view) + "\n" if saved.view is not None else ""
+        return "\n" + closing_summary(log) + "\n" if log.results else ""
 
 
 class _held:
@@ -469,7 +448,7 @@ class _held:
 
 def _check_summary(record: dict[str, Any] | None, key: str) -> dict[str, Any]:
     """What the manifest and each signature say of the judge check of this judge and these prompts."""
-    from .checkstore import summary_of
+    from ...pipeline.checkstore import summary_of
 
     if record is None:
         return {"checked": False, "trustworthy": None, "key": key,

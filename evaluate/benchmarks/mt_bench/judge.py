@@ -17,7 +17,7 @@ messages the judge receives, and how its reply is read.
 - Pairs are judged in both orders; FastChat's show_result.py counts a pair whose two games
   disagree, or whose first game is a tie, as a tie, and drops a pair where either game is an error.
 
-Everything here takes a backend and returns records; writing FastChat's files is mt_bench_files.
+Everything here takes a backend and returns records; writing FastChat's files is files.py's.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..backends.base import Backend, Completion, JudgeRequest
-from .mt_bench_data import Conversation, JudgePrompt, Question, QuestionId
+from ...backends.base import Backend, Completion, JudgeRequest
+from .data import Conversation, JudgePrompt, Question, QuestionId
 
 MAX_TOKENS = 2048  # FastChat's chat_completion_openai(..., temperature=0, max_tokens=2048)
 TEMPERATURE = 0.0

@@ -16,18 +16,20 @@ renders the rows in the battle's section; `eval.py summary` prints them.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from ..backends.cache import VOLATILE_FIELDS
-from ..benchmarks.tables import JUDGE_CHECK_SCOPE, stored_judge_check
 from ..core.clock import utc_now
-from ..core.secrets import scrub_argv
-from ..savepath import manifest as savepath_manifest
-from .config import scrubbed_judge
-from .outputs import write_outputs
-from .savedir import SaveDir
+from ..pipeline.config import scrubbed_judge
+from ..pipeline.outputs import write_outputs
+from ..pipeline.savedir import SaveDir
+from ..savepath import layout
+from ..savepath.log import RunLog
+from ..savepath.manifest import new_manifest
+from .tables import JUDGE_CHECK_SCOPE, stored_judge_check
 
 
 def judge_signature(signature: dict[str, Any]) -> dict[str, Any]:
@@ -51,37 +53,34 @@ def judge_check(save_path: Path, judge: dict[str, Any]) -> dict[str, Any]:
     found = stored_judge_check(save_path, judge)
     if found is None:
         return {"checked": False, "trustworthy": None, "scope": JUDGE_CHECK_SCOPE,
-                "verdict": f"no check of judge {judge.get('model')} stored in {Path(save_path) / 'judge_checks'}; "
+                "verdict": f"no check of judge {judge.get('model')} stored in {layout.judge_checks_dir(save_path)}; "
                            "`eval.py judge-check --config CFG` with this judge and this save_path stores one"}
     rec, path = found
     return {"checked": True, "trustworthy": rec.get("trustworthy"), "verdict": rec.get("verdict_text"),
-            "created": rec.get("created"), "key": rec.get("key"), "file": str(Path("judge_checks") / path.name),
-            "scope": JUDGE_CHECK_SCOPE}
+            "created": rec.get("created"), "key": rec.get("key"),
+            "file": str(layout.judge_check_file(Path(""), path.stem)), "scope": JUDGE_CHECK_SCOPE}
 
 
-def new_run_id() -> str:
-    return savepath_manifest.new_run_id()
-
-
-def write_run(save: SaveDir, *, benchmark: str, family: str, run_id: str, started: str, judge_opts: Any,
-              judge: dict[str, Any], usage: dict[str, Any] | None, models: list[dict[str, Any]],
-              errors: list[dict[str, Any]], extra: dict[str, Any] | None = None, charts: bool = True,
-              ) -> dict[str, Any]:
-    """The manifest of a benchmark run, the judge check stamped on its scores and battles, then every
-    output through write_outputs (results, battles, summary.csv, comparisons, charts, report.html,
-    manifest). Returns the manifest as written (`outputs_files` names the files, `errors` what failed)."""
-    check = judge_check(save.path, judge)
-    manifest: dict[str, Any] = {
-        "run_id": run_id, "status": "finished with errors" if errors else "ok", "benchmark": benchmark,
-        "config": {"judge": scrubbed_judge(judge_opts)}, "argv": scrub_argv(sys.argv),
-        "versions": savepath_manifest.versions(), "started": started,
-        "finished": utc_now(),
-        "models": models, "usage": {family: usage} if usage else {}, "errors": list(errors),
-        "judge_check": check, **(extra or {}),
-    }
+def write_run(save: SaveDir, *, benchmark: str, family: str, judge_opts: Any, judge: dict[str, Any],
+              usage: dict[str, Any] | None, errors: list[dict[str, Any]], charts: bool = True) -> RunLog:
+    """The manifest of a benchmark run (the one builder: `save.header`'s `models`, block, and `config` /
+    `judge_check` when the benchmark gives its own, else the judge block and the stored check of this
+    judge), the judge check stamped on its scores and battles, then every output through write_outputs
+    (results, battles, summary.csv, comparisons, charts, report.html, manifest). Returns the run's log
+    (its manifest's `outputs_files` names the files, `errors` what failed)."""
+    fields = dict(save.header)
+    models = fields.pop("models", [])
+    config = fields.pop("config", None) or {"judge": scrubbed_judge(judge_opts)}
+    check = fields.pop("judge_check", None) or judge_check(save.path, judge)
+    manifest = new_manifest(run_id=save.run_id, status="finished with errors" if errors else "ok",
+                            first={"benchmark": benchmark}, config=config, started=save.started,
+                            finished=utc_now(), models=models, errors=errors,
+                            usage={family: usage} if usage else {}, judge_check=check, **fields)
     save.include_earlier()
-    save.stamp(f"{family}/", "judge_check", {k: check.get(k) for k in ("trustworthy", "verdict", "scope")})
-    write_outputs(save, manifest, run_id=run_id, charts=charts)
+    said = ("trustworthy", "verdict", "scope" if "scope" in check else "key")  # the stored check's, or the run's own
+    save.stamp(f"{family}/", "judge_check", {k: check.get(k) for k in said})
+    log = write_outputs(save, manifest, run_id=save.run_id, charts=charts) or RunLog(path=save.path)
     for e in manifest["errors"][len(errors):]:  # a view that could not be written (the report, a chart)
         print(f"warning: {e.get('error')}", file=sys.stderr)
-    return manifest
+    log.manifest = json.loads(json.dumps(manifest, default=str))  # as written: its files, every error
+    return log

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..backends.options import JudgeOptions
-from ..backends.preflight import check_model
-from ..core.errors import InputError
-from ..core.io import read_structured
-from ..core.options import option, parse_options
-from ..core.registry import suggest
+from ...backends.options import JudgeOptions
+from ...backends.preflight import check_model
+from ...core.errors import InputError
+from ...core.io import read_structured
+from ...core.options import option, parse_options
+from ...core.registry import suggest
 
 TOP_KEYS = ("mt_bench", "judge", "save_path")
 

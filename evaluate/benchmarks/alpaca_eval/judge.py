@@ -39,10 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ..backends.base import Backend, Completion, JudgeRequest
-from ..core.errors import InputError
-from ..core.io import atomic_write_json, read_structured, read_text, safe_name, sha256_text
-from ..core.options import short
+from ...backends.base import Backend, Completion, JudgeRequest
+from ...core.errors import InputError
+from ...core.io import read_structured, read_text, sha256_text
+from ...core.options import short
+from ...savepath import layout
+from ...savepath.write import write_json
 
 FIELDS = ("instruction", "output_1", "output_2")
 SWITCH_SALT = "is_switched_outputs"  # AlpacaEval's prefix of the per-instruction seed
@@ -514,15 +516,14 @@ def win_rate(records: Sequence[Mapping[str, Any]]) -> WinRate:
 
 def annotations_path(out_dir: Path, model: str, annotator: str) -> Path:
     """AlpacaEval's results layout: <out>/<model>/<annotator>/annotations.json."""
-    return Path(out_dir) / safe_name(model) / safe_name(annotator) / "annotations.json"
+    return layout.alpaca_annotations_file(out_dir, model, annotator)
 
 
 def write_annotations(out_dir: Path, model: str, evaluator: Evaluator, records: Sequence[Mapping[str, Any]],
                       info: Mapping[str, Any]) -> Path:
     """annotations.json, and beside it judge_run.json: how the annotations were made and their win rates."""
     path = annotations_path(out_dir, model, evaluator.name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, list(records))
-    atomic_write_json(path.parent / "judge_run.json",
-                      {"model": model, **info, "evaluator": evaluator.signature(), "win_rate": win_rate(records).to_dict()})
+    write_json(path, list(records))
+    write_json(layout.alpaca_judge_run_file(out_dir, model, evaluator.name),
+               {"model": model, **info, "evaluator": evaluator.signature(), "win_rate": win_rate(records).to_dict()})
     return path
