@@ -130,7 +130,7 @@ def test_judge_that_prefers_longer_answers_does_not_beat_the_length_baseline(tmp
     assert "{'" not in out.out and "|---" not in out.out
     head = next(x for x in out.out.splitlines() if x.startswith("who"))
     rows = out.out.splitlines()[out.out.splitlines().index(head):][:6]
-    assert rows[1].startswith("-----") and rows[2].startswith("judge (ties half)")
+    assert rows[1].startswith("-----") and rows[2].startswith("judge, parsed (ties half)")
     assert len({r.index("accuracy") if "accuracy" in r else None for r in rows[:1]}) == 1
     assert "usage: 80 requests (0 from the cache, 0 failed), 8,240 tokens, $0.0085" in out.out
 

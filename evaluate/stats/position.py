@@ -1,0 +1,250 @@
+"""Battle verdicts calibrated for the judge's preference for a position, from the run's own pairs.
+
+A battle asks the judge twice, A shown first ("AB") and B shown first ("BA"). Many judges, small
+ones above all, lean towards one position whatever the answers say. The raw rule (the two orders
+agree, else a tie) protects the verdict from that lean but throws away every item where the lean
+outweighed the judge's preference in one order. This module estimates the lean from the pairs
+themselves, with no labels, and reads each item's preference with the lean taken out.
+
+The model
+---------
+Per judgment i (one item, or one turn of a conversation) the judge has a preference d_i for A over
+B and, everywhere, a bias b for the answer shown first, both in log-odds. In order AB the first
+answer is A, in order BA it is B, so the judge's log-odds of preferring the *first-shown* answer are
+
+    order AB:  d_i + b          order BA:  -d_i + b.
+
+b > 0 is a lean to the first position, b < 0 to the second; d_i > 0 means A is preferred.
+
+- **With probabilities** (`method="probabilities"`: every valid order carries p, the judge's own
+  probability that the first-shown answer is preferred, read from its token probabilities):
+  l = logit(p), clipped at P_CLIP so that one saturated reply cannot outweigh the rest. Each pair
+  gives (l_AB + l_BA) / 2 = b + noise and (l_AB - l_BA) / 2 = d_i + noise. The bias is estimated
+  as the median over the judgments of (l_AB + l_BA) / 2 (robust to the items the judge is sure of),
+  and d_i as (l_AB - l_BA) / 2. The difference cancels b exactly: b is not needed for d_i, and the
+  calibrated verdict differs from the probability-weighted one (the sign of the mean expected-score
+  difference) only in the scale it is read on (log-odds of the judge's own preference, where a
+  position lean adds, rather than points on the 1-10 scale, where it saturates) and in the tie band.
+- **With verdicts only** (`method="verdicts"`: parsed replies, an API without log-probabilities,
+  benchmark games): each order's verdict is first / second / tie. An ordered-logit latent-threshold
+  model: with z = +-d_i + b, P(first) = sigmoid(z - tau), P(second) = sigmoid(-z - tau), a tie in
+  between (tau >= 0: the judge's tie zone). The items' preferences are a random effect, d ~ N(0,
+  sigma^2); b, tau and sigma are fitted by maximum likelihood over the judgments (the likelihood
+  depends only on the counts of the 9 patterns of two verdicts; d integrated out by Gauss-Hermite
+  quadrature), and d_i is its posterior mean given the item's two verdicts. Symmetric patterns
+  (first in both orders, second in both, tie in both) have posterior mean 0 exactly: a tie, as in
+  the raw rule. The model earns its keep on "a win in one order, a tie in the other": with a lean to
+  the first position, a tie where B was shown first is evidence for A (B had the lean and did not
+  win), so the item goes to A, where the raw rule calls it a tie.
+
+The calibrated verdict is A when d_i > TIE_BAND, B when d_i < -TIE_BAND, else a tie. TIE_BAND =
+logit(0.55): the calibrated preference is within 45-55%. It was set before any measurement and was
+not tuned on any labelled set. A judgment needs both orders valid (as the raw rule does: one order
+alone would bring the lean back, uncorrected except through an estimate); with no judgment valid in
+both orders there is no calibration (None), e.g. `both_orders: false`.
+
+The interval of b is a percentile bootstrap over judgments (level stated; none below
+MIN_INTERVAL_N judgments). Nothing here sees a label: the calibration is fit on the battle it
+calibrates, as the raw verdict is.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+from scipy.special import expit, log_expit
+
+from .intervals import MIN_INTERVAL_N, percentile_interval
+
+P_CLIP = 1e-3
+TIE_BAND = math.log(0.55 / 0.45)
+ORDER_SIGN = {"AB": 1.0, "BA": -1.0}
+_GH = np.polynomial.hermite_e.hermegauss(48)  # nodes and weights for E over a standard normal
+# the 9 patterns of (verdict in AB, verdict in BA), each the first / second / tie *position*
+_POS = ("first", "second", "tie")
+PATTERNS = [(x, y) for x in _POS for y in _POS]
+
+
+@dataclass
+class Calibration:
+    """The position prior of one battle's judge and each judgment's calibrated preference (log-odds
+    that A is preferred, position lean removed) and verdict ("A", "B", "tie"; None: not both orders
+    valid)."""
+
+    method: str  # "probabilities" | "verdicts"
+    bias: float  # b: the judge's log-odds lean towards the first-shown answer
+    bias_ci: list[float] | None
+    judgments: int  # judgments valid in both orders, the ones the prior is fitted on
+    margins: list[float | None]
+    verdicts: list[str | None]
+    tau: float | None = None  # verdicts: the half-width of the judge's tie zone (log-odds)
+    sigma: float | None = None  # verdicts: the spread of the items' preferences
+    level: float = 0.95
+    tie_band: float = TIE_BAND
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def p_first_equal(self) -> float:
+        """P(the first-shown answer is preferred) between two answers the judge rates alike (d = 0)."""
+        return float(expit(self.bias - (self.tau or 0.0)))
+
+    def text(self) -> str:
+        """The prior in words, e.g. "the judge gives the first-shown answer +0.90 log-odds (95% CI
+        0.71-1.10): between two answers it rates alike it picks the first 71% of the time"."""
+        ci = f" ({self.level:.0%} CI {self.bias_ci[0]:+.2f} to {self.bias_ci[1]:+.2f})" if self.bias_ci else ""
+        where = "first" if self.bias >= 0 else "second"
+        alike = (f"between two answers it rates alike it prefers the first {self.p_first_equal:.0%} of the time"
+                 if self.method == "probabilities" else
+                 f"between two answers it rates alike it calls the first the winner {self.p_first_equal:.0%}, the "
+                 f"second {float(expit(-self.bias - (self.tau or 0.0))):.0%} of the time")
+        return (f"the judge gives the first-shown answer {self.bias:+.2f} log-odds{ci}, a lean to the {where} "
+                f"position; {alike} (from its {self.judgments} two-order pairs, no labels)")
+
+    def summary(self) -> dict[str, Any]:
+        """The prior as a battle file holds it (no per-item values)."""
+        out = {"method": self.method, "position_bias": round(self.bias, 4),
+               "position_bias_ci": [round(v, 4) for v in self.bias_ci] if self.bias_ci else None,
+               "level": self.level, "p_first_equal": round(self.p_first_equal, 4), "judgments": self.judgments,
+               "tie_band": round(self.tie_band, 4), "text": self.text()}
+        if self.method == "verdicts":
+            out.update(tie_zone=round(self.tau or 0.0, 4), preference_sd=round(self.sigma or 0.0, 4))
+        out.update(self.extra)
+        return out
+
+
+def _logit(p: float) -> float:
+    q = min(1.0 - P_CLIP, max(P_CLIP, p))
+    return math.log(q / (1.0 - q))
+
+
+def _position(order: str, verdict: str) -> str:
+    """A verdict from A's side ("A" / "B" / "tie") as the position that won in this order."""
+    if verdict == "tie":
+        return "tie"
+    return "first" if verdict == order[0] else "second"
+
+
+def _verdict(margin: float, band: float) -> str:
+    return "A" if margin > band else "B" if margin < -band else "tie"
+
+
+def _valid_pair(orders: Sequence[tuple[str, str, float | None]]) -> dict[str, tuple[str, float | None]] | None:
+    """{order: (verdict, p)} when the judgment has both orders valid, else None."""
+    by = {o: (v, p) for o, v, p in orders if v in ("A", "B", "tie")}
+    return by if set(by) == {"AB", "BA"} and len(orders) == 2 else None
+
+
+def calibrate(judgments: Sequence[Sequence[tuple[str, str, float | None]]], *, tie_band: float = TIE_BAND,
+              level: float = 0.95, resamples: int = 1000, seed: int = 0,
+              method: str | None = None) -> Calibration | None:
+    """The calibration of one battle (module docstring). `judgments`: per judgment its orders as
+    (order "AB"/"BA", verdict from A's side "A"/"B"/"tie"/"invalid", p = P(first-shown preferred) or
+    None). `method`: force "probabilities" or "verdicts" (default: probabilities when every valid
+    order of a two-order judgment has p). None when no judgment is valid in both orders."""
+    pairs = [_valid_pair(j) for j in judgments]
+    usable = [p for p in pairs if p is not None]
+    if not usable:
+        return None
+    if method is None:
+        method = "probabilities" if all(p is not None for pair in usable for _, p in pair.values()) else "verdicts"
+    if method == "probabilities":
+        return _calibrate_probabilities(pairs, tie_band, level, resamples, seed)
+    if method == "verdicts":
+        return _calibrate_verdicts(pairs, tie_band, level, resamples, seed)
+    raise ValueError(f'calibrate: method "{method}" (expected probabilities or verdicts)')
+
+
+def _calibrate_probabilities(pairs, tie_band, level, resamples, seed) -> Calibration:
+    centres, margins = [], []
+    for pair in pairs:
+        if pair is None or pair["AB"][1] is None or pair["BA"][1] is None:
+            margins.append(None)
+            continue
+        l_ab, l_ba = _logit(pair["AB"][1]), _logit(pair["BA"][1])
+        centres.append((l_ab + l_ba) / 2)
+        margins.append((l_ab - l_ba) / 2)
+    c = np.array(centres)
+    bias = float(np.median(c))
+    ci = None
+    if len(c) >= MIN_INTERVAL_N and resamples > 0:
+        rng = np.random.default_rng(seed)
+        boots = np.median(c[rng.integers(0, len(c), (resamples, len(c)))], axis=1)
+        ci = list(percentile_interval(boots, level))
+    return Calibration(method="probabilities", bias=bias, bias_ci=ci, judgments=len(c), margins=margins,
+                       verdicts=[None if m is None else _verdict(m, tie_band) for m in margins],
+                       level=level, tie_band=tie_band,
+                       extra={"p_clip": P_CLIP, "estimator": "median over pairs of (logit p_AB + logit p_BA) / 2"})
+
+
+# --- the latent-threshold model for verdicts ------------------------------------------------------
+def _log_probs(z: np.ndarray, tau: float) -> np.ndarray:
+    """log P(first), log P(second), log P(tie) at latent z (log-odds for the first position): (3, len(z))."""
+    tie = expit(z + tau) - expit(z - tau)  # >= 0 for tau >= 0
+    return np.stack([log_expit(z - tau), log_expit(-z - tau), np.log(np.clip(tie, 1e-300, None))])
+
+
+_LOG_W = np.log(_GH[1] / _GH[1].sum())
+
+
+def _pattern_loglik(b: float, tau: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per pattern (PATTERNS' order): its marginal log-likelihood, and the posterior mean of d given it."""
+    d = sigma * _GH[0]
+    ab, ba = _log_probs(d + b, tau), _log_probs(-d + b, tau)
+    joint = (ab[:, None, :] + ba[None, :, :] + _LOG_W).reshape(len(PATTERNS), -1)  # (9, nodes)
+    top = joint.max(axis=1, keepdims=True)
+    post = np.exp(joint - top)
+    total = post.sum(axis=1)
+    return top[:, 0] + np.log(total), (post @ d) / total
+
+
+_LOWER = np.array([-12.0, math.log(1e-3), math.log(0.05)])  # b, log tau, log sigma
+_UPPER = np.array([12.0, math.log(10.0), math.log(20.0)])
+
+
+def _fit_counts(counts: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """(b, log tau, log sigma) maximising the likelihood of the pattern counts. BFGS on the parameters
+    clipped to a box (a judge that never ties drives tau to its floor, one that never contradicts
+    itself drives sigma to its ceiling), with a small pull back from outside the box."""
+    from scipy.optimize import minimize
+
+    def nll(theta: np.ndarray) -> float:
+        t = np.clip(theta, _LOWER, _UPPER)
+        logs, _ = _pattern_loglik(t[0], math.exp(t[1]), math.exp(t[2]))
+        return -float(counts @ logs) + 1e-3 * float(((theta - t) ** 2).sum())
+
+    starts = [start] if start is not None else [np.array([b0, math.log(0.5), math.log(s0)])
+                                                for b0 in (-1.0, 0.0, 1.0) for s0 in (0.5, 2.0)]
+    best = None
+    for x0 in starts:
+        res = minimize(nll, x0, method="BFGS")
+        if best is None or res.fun < best.fun:
+            best = res
+    return np.clip(best.x, _LOWER, _UPPER)  # type: ignore[union-attr]
+
+
+def _calibrate_verdicts(pairs, tie_band, level, resamples, seed) -> Calibration:
+    index = {p: k for k, p in enumerate(PATTERNS)}
+    rows = []
+    for pair in pairs:
+        rows.append(None if pair is None else index[(_position("AB", pair["AB"][0]), _position("BA", pair["BA"][0]))])
+    counts = np.bincount([r for r in rows if r is not None], minlength=len(PATTERNS)).astype(float)
+    theta = _fit_counts(counts)
+    b, tau, sigma = float(theta[0]), math.exp(theta[1]), math.exp(theta[2])
+    _, means = _pattern_loglik(b, tau, sigma)
+    n = int(counts.sum())
+    ci = None
+    if n >= MIN_INTERVAL_N and resamples > 0:
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(n, counts / n, size=min(resamples, 200))
+        boots = np.array([_fit_counts(cnt.astype(float), theta)[0] for cnt in draws])
+        ci = list(percentile_interval(boots, level))
+    margins = [None if r is None else float(means[r]) for r in rows]
+    return Calibration(method="verdicts", bias=b, bias_ci=ci, judgments=n, margins=margins,
+                       verdicts=[None if m is None else _verdict(m, tie_band) for m in margins],
+                       tau=tau, sigma=sigma, level=level, tie_band=tie_band,
+                       extra={"estimator": "ordered logit with a tie zone, item preferences N(0, sigma^2), maximum "
+                                           "likelihood over the 9 patterns of two verdicts; margin = posterior mean",
+                              "patterns": {f"{x}/{y}": int(counts[k]) for k, (x, y) in enumerate(PATTERNS)}})
