@@ -96,6 +96,10 @@ class Calibration:
         0.71-1.10): between two answers it rates alike it picks the first 71% of the time"."""
         ci = f" ({self.level:.0%} CI {self.bias_ci[0]:+.2f} to {self.bias_ci[1]:+.2f})" if self.bias_ci else ""
         where = "first" if self.bias >= 0 else "second"
+        if self.method == "verdicts" and abs(self.bias) >= _UPPER[0] - 1e-6:
+            return (f"the judge's lean to the {where} position is beyond what its {self.judgments} two-order pairs "
+                    f"can measure (at least {self.bias:+.0f} log-odds): it named the {where}-shown answer in "
+                    "nearly every order")
         alike = (f"between two answers it rates alike it prefers the first {self.p_first_equal:.0%} of the time"
                  if self.method == "probabilities" else
                  f"between two answers it rates alike it calls the first the winner {self.p_first_equal:.0%}, the "
@@ -219,7 +223,7 @@ def _fit_counts(counts: np.ndarray, start: np.ndarray | None = None) -> np.ndarr
                                                 for b0 in (-1.0, 0.0, 1.0) for s0 in (0.5, 2.0)]
     best = None
     for x0 in starts:
-        res = minimize(nll, x0, method="BFGS")
+        res = minimize(nll, x0, method="BFGS", options={"gtol": 1e-4 * max(1.0, float(counts.sum()) ** 0.5)})
         if best is None or res.fun < best.fun:
             best = res
     return np.clip(best.x, _LOWER, _UPPER)  # type: ignore[union-attr]
