@@ -78,6 +78,15 @@ def repeated_tail(text: str, *, min_copies: int = MIN_COPIES, min_chars: int = M
         if span < min_chars:
             continue
         start = n - span
+        # the run may reach back a few characters into what came before ("question.\n" before copies
+        # of "... Assistant 2.\n"): start the block at a line start, else a word start, within its first copy
+        if start:
+            before = [text[start + k - 1] for k in range(period)]
+            shift = next((k for k in range(period) if before[k] == "\n"),
+                         next((k for k in range(period) if before[k].isspace() and not text[start + k].isspace()), 0))
+            start, span = start + shift, span - shift
+            if span < min_copies * period or span < min_chars:  # the copies must hold without what came before
+                continue
         unit = text[start:start + period]
         if _word_chars(unit) < MIN_WORD_CHARS:
             return None
