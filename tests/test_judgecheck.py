@@ -233,6 +233,21 @@ def test_label_free_judge_that_prefers_the_intact_text_passes(tmp_path, fake_ope
     assert "{'" not in out.out and "|---" not in out.out
     assert re.search(r"^corruption +category +pairs +battle prefers intact", out.out, re.M)
     assert "usage: battle " in out.out and " requests (" in out.out
+    # kappa against the side the intact text was shown on: a perfect judge has 1
+    assert san["pooled"]["battle"]["kappa"] == 1.0 and san["pooled"]["battle_verdicts"]["raw"]["kappa"] == 1.0
+    assert "Cohen's kappa against the side the intact text was shown on" in out.out
+
+
+def test_label_free_judge_that_always_picks_the_first_position_has_kappa_zero(tmp_path, fake_openai, monkeypatch,
+                                                                                capsys):
+    rec, _ = run_check(tmp_path, monkeypatch, capsys, fake_openai, scripted(always_first, intact_rating))
+    san = rec["sanity"]
+    from sklearn.metrics import cohen_kappa_score
+
+    said = [it["battle_verdict"] for it in san["items"]]
+    sides = ["A" if it["intact_first"] else "B" for it in san["items"]]
+    assert san["pooled"]["battle"]["kappa"] == pytest.approx(cohen_kappa_score(said, sides)) == 0.0
+    assert san["pooled"]["battle_verdicts"]["calibrated"]["ties"] == san["pooled"]["battle_verdicts"]["calibrated"]["n"]
 
 
 def test_label_free_random_judge_is_near_chance(tmp_path, fake_openai, monkeypatch, capsys):

@@ -276,6 +276,12 @@ def report_text(record: dict[str, Any]) -> str:
         drop = f"{_f(blk['rating'].get('mean_drop')):>7}" if part == "rating" else ""
         lines.append(f"{name:<14}{blk['pairs']:>6}{_pct(b['preference']):>16}{_ci(b['ci95']):>15}"
                      f"{b['invalid']:>9}{drop}")
+    k = sanity["pooled"][part].get("kappa") if part == "battle" else None
+    if k is not None:
+        ci = sanity["pooled"][part].get("kappa_ci")
+        lines += textwrap.wrap(f"Cohen's kappa of the winning position against the intact answer's, over "
+                               f"{sanity['pooled'][part].get('kappa_games')} games: {k:.2f}"
+                               + (f" (95% CI {ci[0]:.2f} to {ci[1]:.2f})" if ci else "") + "; 0 is chance", 80)
     lines += [""] + textwrap.wrap(("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
                                   + verdict_detail(record["verdict_text"]), 80, subsequent_indent="  ")
     lines += textwrap.wrap("rule: " + RULES["sanity"], 80, subsequent_indent="  ")

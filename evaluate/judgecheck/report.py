@@ -89,6 +89,17 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
         lines += table(["corruption", "category", "pairs", "battle prefers intact", "rating prefers intact",
                         "rating drop"], rows, right=[False, False, True, False, False, False])
         lines += ["", "(95% intervals: Wilson for preferences, bootstrap for the rating drop)"]
+        bv = sanity["pooled"].get("battle_verdicts")
+        if bv:  # records written before kappa have none
+            names = {"raw": "parsed", "weighted": "probability-weighted", "calibrated": "position-calibrated"}
+            said = [f"{names[k]} {b['kappa']:.2f} ({_kci(b.get('kappa_ci'))}, n={b['n']})" for k, b in bv.items()
+                    if b.get("kappa") is not None]
+            if said:
+                lines.append("battle, Cohen's kappa against the side the intact text was shown on (0: chance): "
+                             + "; ".join(said))
+            prior = sanity["pooled"].get("position_prior")
+            if prior:
+                lines.append("position prior: " + prior["text"])
         u = sanity["usage"] or {}
         lines.append(f"usage: battle {usage_text(u.get('battle'))}; rating {usage_text(u.get('rating'))}; "
                      f"{sanity['wall_s']} s")
