@@ -43,8 +43,10 @@ not tuned on any labelled set. A judgment needs both orders valid (as the raw ru
 alone would bring the lean back, uncorrected except through an estimate); with no judgment valid in
 both orders there is no calibration (None), e.g. `both_orders: false`.
 
-The interval of b is a percentile bootstrap over judgments (level stated; none below
-MIN_INTERVAL_N judgments). Nothing here sees a label: the calibration is fit on the battle it
+The interval of b (level stated; none below MIN_INTERVAL_N judgments) is a percentile bootstrap of
+the median over judgments with probabilities, and a Wald interval from the likelihood's curvature
+(observed information) with verdicts; none when the fitted lean is at the edge of what the pairs can
+measure (every order named the same position). Nothing here sees a label: the calibration is fit on the battle it
 calibrates, as the raw verdict is.
 """
 
@@ -219,14 +221,55 @@ def _fit_counts(counts: np.ndarray, start: np.ndarray | None = None) -> np.ndarr
         logs, _ = _pattern_loglik(t[0], math.exp(t[1]), math.exp(t[2]))
         return -float(counts @ logs) + 1e-3 * float(((theta - t) ** 2).sum())
 
-    starts = [start] if start is not None else [np.array([b0, math.log(0.5), math.log(s0)])
-                                                for b0 in (-1.0, 0.0, 1.0) for s0 in (0.5, 2.0)]
+    if start is not None:
+        starts = [start]
+    else:  # b from the share of first- over second-position wins, tau from the share of ties
+        per = counts.reshape(3, 3)
+        first = per[0].sum() + per[:, 0].sum()
+        second = per[1].sum() + per[:, 1].sum()
+        ties = per[2].sum() + per[:, 2].sum()
+        b0 = float(np.clip(math.log((first + 0.5) / (second + 0.5)), -5, 5))
+        t0 = math.log(max(0.05, min(2.0, 2.0 * (ties + 0.5) / (first + second + ties + 1.5))))
+        starts = [np.array([b0, t0, math.log(s0)]) for s0 in (0.7, 2.5)]
     best = None
     for x0 in starts:
         res = minimize(nll, x0, method="BFGS", options={"gtol": 1e-4 * max(1.0, float(counts.sum()) ** 0.5)})
         if best is None or res.fun < best.fun:
             best = res
     return np.clip(best.x, _LOWER, _UPPER)  # type: ignore[union-attr]
+
+
+def _wald_interval(counts: np.ndarray, theta: np.ndarray, level: float) -> list[float] | None:
+    """The Wald interval of b from the observed information (the likelihood's curvature at its maximum,
+    central differences), the parameters at an edge of the box held fixed; None when b is at an edge
+    (a lean too strong to measure) or the curvature is not positive."""
+    from scipy.stats import norm
+
+    free = [k for k in range(3) if _LOWER[k] + 1e-6 < theta[k] < _UPPER[k] - 1e-6]
+    if 0 not in free:
+        return None
+
+    def nll(t: np.ndarray) -> float:
+        return -float(counts @ _pattern_loglik(t[0], math.exp(t[1]), math.exp(t[2]))[0])
+
+    h = 1e-3
+    hess = np.empty((len(free), len(free)))
+    for a, i in enumerate(free):
+        for c, j in enumerate(free):
+            def at(di: float, dj: float) -> float:
+                t = theta.astype(float).copy()
+                t[i] += di
+                t[j] += dj
+                return nll(t)
+            hess[a, c] = (at(h, h) - at(h, -h) - at(-h, h) + at(-h, -h)) / (4 * h * h)
+    try:
+        var = float(np.linalg.inv(hess)[0, 0])
+    except np.linalg.LinAlgError:
+        return None
+    if not var > 0:
+        return None
+    z = float(norm.ppf(0.5 + level / 2))
+    return [float(theta[0]) - z * math.sqrt(var), float(theta[0]) + z * math.sqrt(var)]
 
 
 def _calibrate_verdicts(pairs, tie_band, level, resamples, seed) -> Calibration:
@@ -239,12 +282,7 @@ def _calibrate_verdicts(pairs, tie_band, level, resamples, seed) -> Calibration:
     b, tau, sigma = float(theta[0]), math.exp(theta[1]), math.exp(theta[2])
     _, means = _pattern_loglik(b, tau, sigma)
     n = int(counts.sum())
-    ci = None
-    if n >= MIN_INTERVAL_N and resamples > 0:
-        rng = np.random.default_rng(seed)
-        draws = rng.multinomial(n, counts / n, size=min(resamples, 200))
-        boots = np.array([_fit_counts(cnt.astype(float), theta)[0] for cnt in draws])
-        ci = list(percentile_interval(boots, level))
+    ci = _wald_interval(counts, theta, level) if n >= MIN_INTERVAL_N else None
     margins = [None if r is None else float(means[r]) for r in rows]
     return Calibration(method="verdicts", bias=b, bias_ci=ci, judgments=n, margins=margins,
                        verdicts=[None if m is None else _verdict(m, tie_band) for m in margins],
