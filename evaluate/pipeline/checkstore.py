@@ -104,7 +104,8 @@ def _labelled_head(sec: dict[str, Any]) -> str:
         head += " and Cohen's kappa undefined (one verdict throughout)"
     else:
         weak = (kci[0] <= 0) if kci else k <= 0.2
-        chance = ": no better than chance" if kci and kci[0] <= 0 else ": barely better than chance" if k <= 0.2 else ""
+        # "no better than chance" is a reason of its own (labelled_check); a slight kappa above chance is said here
+        chance = ": barely better than chance" if k <= 0.2 and not weak else ""
         head += (f" {'but' if weak or k <= 0.2 else 'and'} Cohen's kappa {k:.2f} ({a.get('kappa_strength')}"
                  + (f", 95% CI {kci[0]:.2f} to {kci[1]:.2f}" if kci else "") + ")" + chance)
     rk = rule.get("kappa")
