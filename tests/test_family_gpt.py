@@ -152,7 +152,7 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
 
     def item(i, weighted):
         orders = [OrderJudgment("AB", "A", (8, 7), "8 7", weighted=weighted[0]),
-                  OrderJudgment("BA", "B", (8, 7), "8 7", weighted=weighted[1])]
+                  OrderJudgment("BA", "B", (7, 8), "8 7", weighted=weighted[1])]
         return BattleItem(id=str(i), verdict="tie", orders=orders, inconsistent=True, flipped=True, category="qa")
 
     with_w = BattleResult("a", "b", [item(i, [(7.9, 7.1), (7.2, 7.6)]) for i in range(3)])
@@ -166,7 +166,8 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
     one = mpimg.imread(tmp_path / "charts" / "GPT" / "battle_c__vs__d.png")
     # parsed, weighted and position-calibrated panels beside parsed and calibrated ones, same height
     assert two.shape[0] == one.shape[0] and 2 * two.shape[1] == 3 * one.shape[1]
-    # the judge said "first" in both orders of every item: calibrated for position, every item is a tie
+    # the judge said "8 7" for the first-shown answer in both orders: calibrated for position (in points:
+    # a lean of 1, no preference), every item is a tie
     assert with_w.summary()["calibrated"]["ties"] == 3
     # the weighted panel's bars are model a's colour (green wins); the parsed-only chart has
     # green only in its legend patch

@@ -161,7 +161,7 @@ def test_judge_that_always_picks_the_first_position_is_flagged(tmp_path, fake_op
     assert "but Cohen's kappa 0.00" in rec["verdict_text"] and "no better than chance" in rec["verdict_text"]
     cal = lab["agreement"]["verdicts"]["calibrated"]
     assert cal["ties"] == cal["n"] == 40
-    assert lab["position_prior"]["method"] == "verdicts" and "beyond what" in lab["position_prior"]["text"]
+    assert lab["position_prior"]["method"] == "scores" and lab["position_prior"]["position_bias"] == 7.0  # "9 2"
 
 
 def test_judge_that_knows_the_answer_passes(tmp_path, fake_openai, monkeypatch, capsys):

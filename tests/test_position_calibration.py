@@ -93,7 +93,7 @@ def test_verdicts_alone_recover_the_planted_bias_by_maximum_likelihood() -> None
 
 def test_a_hand_computed_probability_calibration() -> None:
     """Two items: p(first) .9 / .6 and .5 / .5. Item 1: l = logit .9 = 2.197, logit .6 = .405; the
-    lean (l_AB + l_BA) / 2 = 1.301, the preference (l_AB - l_BA) / 2 = .896 > TIE_BAND: A. Item 2: 0, 0:
+    lean (l_AB + l_BA) / 2 = 1.301, the preference (l_AB - l_BA) / 2 = .896 > 0: A. Item 2: 0, 0: balanced,
     a tie. The median of the two leans (1.301 and 0) is .651."""
     cal = calibrate([[("AB", "A", 0.9), ("BA", "B", 0.6)], [("AB", "tie", 0.5), ("BA", "tie", 0.5)]])
     l9, l6 = math.log(9), math.log(1.5)
@@ -101,7 +101,35 @@ def test_a_hand_computed_probability_calibration() -> None:
     assert cal.verdicts == ["A", "tie"]
     assert cal.bias == pytest.approx((l9 + l6) / 4)
     assert cal.bias_ci is None  # two pairs: no interval
-    assert TIE_BAND == pytest.approx(math.log(0.55 / 0.45))
+    assert TIE_BAND < 1e-6  # a tie only for balanced evidence
+
+
+def test_parsed_scores_give_what_the_raw_rule_throws_away() -> None:
+    """"8 1" with A first and "8 7" with B first: the first answer won both times, a tie for the raw
+    rule; in points, m_AB = 8 - 1 = 7 and m_BA = 8 - 7 = 1: the lean (7 + 1) / 2 = 4, the preference
+    (7 - 1) / 2 = 3 for A. "8 7" then "8 1": 3 for B. "8 8" both times: balanced, a tie."""
+    cal = calibrate([[("AB", "A", None, 7.0), ("BA", "B", None, 1.0)],
+                     [("AB", "A", None, 1.0), ("BA", "B", None, 7.0)],
+                     [("AB", "tie", None, 0.0), ("BA", "tie", None, 0.0)]])
+    assert cal.method == "scores" and cal.unit == "points" and cal.p_first_equal is None
+    assert cal.margins == [3.0, -3.0, 0.0] and cal.verdicts == ["A", "B", "tie"]
+    assert cal.bias == 4.0 and "+4.00 points" in cal.text()
+
+
+def test_scores_recover_the_planted_bias_in_points() -> None:
+    rng = np.random.default_rng(11)
+    d = rng.normal(0.0, 1.5, 500)  # the judge's preference for A, in points
+    judgments = []
+    for di in d:
+        m_ab = float(np.clip(np.round(di + 3.0 + rng.normal(0, 1.0)), -9, 9))  # a lean of 3 points to the first
+        m_ba = float(np.clip(np.round(-di + 3.0 + rng.normal(0, 1.0)), -9, 9))
+        judgments.append([("AB", "A" if m_ab > 0 else "B" if m_ab < 0 else "tie", None, m_ab),
+                          ("BA", "B" if m_ba > 0 else "A" if m_ba < 0 else "tie", None, m_ba)])
+    cal = calibrate(judgments)
+    truth = ["A" if x > 0 else "B" for x in d]
+    assert cal.method == "scores" and cal.bias == pytest.approx(3.0, abs=0.3)
+    raw = agreement([raw_rule([(o, v, None) for o, v, _, _ in j]) for j in judgments], truth)
+    assert agreement(cal.verdicts, truth) > 0.8 and agreement(cal.verdicts, truth) - raw > 0.15
 
 
 def test_only_pairs_valid_in_both_orders_are_calibrated() -> None:
@@ -168,3 +196,9 @@ def test_a_category_of_a_battle_keeps_the_prior_of_the_whole(battle_prompt) -> N
     cats = by_category(res)
     assert cats["x"]["calibrated"]["prior"]["position_bias"] == whole
     assert cats["x"]["calibrated"]["items"] == 4 and cats["y"]["calibrated"]["wins"] == 4
+
+
+def test_a_lean_beyond_what_the_verdicts_can_measure_is_said_so() -> None:
+    cal = calibrate([[("AB", "A", None), ("BA", "B", None)]] * 40)  # the first-shown answer, every time
+    assert cal.method == "verdicts" and cal.bias_ci is None and set(cal.verdicts) == {"tie"}
+    assert "beyond what its 40 two-order pairs can measure" in cal.text()

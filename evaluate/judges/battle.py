@@ -38,10 +38,12 @@ Position-calibrated verdicts (``summary()["calibrated"]``, ``BattleItem.calibrat
 judge's lean towards the first-shown answer is estimated from the battle's own two-order pairs, no
 labels, and each item's preference is read with it taken out (``evaluate.stats.position``, which
 states the model). With log-probabilities each order carries ``p_first``, the judge's probability
-that the first-shown answer is preferred (``parsing.first_preferred``); without them the parsed
-verdicts are used (a latent-threshold model fitted by maximum likelihood). The prior is reported
-with them ("the judge gives the first-shown answer +0.90 log-odds ..."). The raw verdicts stay the
-headline counts; the calibrated ones are beside them, as the weighted ones are.
+that the first-shown answer is preferred (``parsing.first_preferred``), and the lean is in log-odds;
+without them the parsed scores are used (the lean in points of the judge's scale), and where an
+order has a verdict but no scores (imported games) the verdicts (a latent-threshold model fitted by
+maximum likelihood). The prior is reported with them ("the judge gives the first-shown answer +0.42
+log-odds ..."). The raw verdicts stay the headline counts; the calibrated ones are beside them, as
+the weighted ones are.
 
 Conversations: a record with turns is judged turn by turn. Turn k's request fills the battle
 prompt's ``conversation_template``: each assistant's own conversation up to turn k-1 (the setup,
@@ -316,7 +318,7 @@ def calibrate_items(items: Sequence[BattleItem]) -> Calibration | None:
     item's calibrated verdict and margin; a conversation's from its turns' (CONVERSATION_RULE).
     None when no judgment is valid in both orders."""
     judged = [j for it in items for j in it.judgments()]
-    cal = calibrate([[(o.order, o.verdict, o.p_first) for o in j.orders] for j in judged])
+    cal = calibrate([[(o.order, o.verdict, o.p_first, _first_minus_second(o)) for o in j.orders] for j in judged])
     for j, (m, v) in zip(judged, zip(cal.margins, cal.verdicts) if cal else [(None, None)] * len(judged)):
         j.calibrated_verdict, j.calibrated_margin = v, m
     for it in items:
@@ -329,6 +331,14 @@ def calibrate_items(items: Sequence[BattleItem]) -> Calibration | None:
             it.calibrated_verdict = "A" if margin > 0 else "B" if margin < 0 else "tie"
             it.calibrated_margin = sum(t.calibrated_margin for t in it.turns) / len(it.turns)  # type: ignore[misc]
     return cal
+
+
+def _first_minus_second(o: OrderJudgment) -> float | None:
+    """The first-shown answer's parsed score minus the second's (scores are held as (A, B))."""
+    if not o.scores:
+        return None
+    a, b = o.scores
+    return a - b if o.order == "AB" else b - a
 
 
 def calibrated_summary(cal: Calibration | None, items: Sequence[BattleItem]) -> dict[str, Any] | None:

@@ -346,6 +346,7 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
     def credit(verdict: str, label: str) -> float:
         return 1.0 if verdict == label else 0.5 if verdict == "tie" else 0.0
 
+    result.calibrated()  # sets each item's calibrated verdict (the position prior is fitted on all of them)
     by_id = {it.id: it for it in result.items}
     right = wrong = tied = invalid = 0
     w_right = w_n = 0.0
