@@ -74,18 +74,19 @@ def main() -> int:
                 f", {unspent} tokens not spent" if unspent else "")
         print(f"{m.question.question_id:>8} {m.turn:>4} {comp.finish_reason or comp.error or '-':<10} "
               f"{comp.completion_tokens:>6} {('-' if j.score is None else f'{j.score:g}'):>6}  {note[:110]}")
-        rows.append({"judge": opts.model, "question_id": m.question.question_id, "turn": m.turn,
-                     "prompt": m.prompt.name, "finish_reason": comp.finish_reason, "completion_tokens":
-                     comp.completion_tokens, "rating": j.score, "reason": j.game.reason,
-                     "loop": loop.describe() if loop else None, "text": comp.text})
+        rows.append({"judge": opts.model, "answers": args.answers, "question_id": m.question.question_id,
+                     "turn": m.turn, "prompt": m.prompt.name, "max_tokens": args.max_tokens,
+                     "finish_reason": comp.finish_reason, "completion_tokens": comp.completion_tokens,
+                     "text": comp.text, "rating": j.score, "loop": loop.describe() if loop else None})
     invalid = sum(r["rating"] is None for r in rows)
     loops = sum(r["loop"] is not None for r in rows)
     print(f"\n{len(rows)} judgments in {wall:.0f} s: {invalid} invalid, {loops} ended in a loop "
           f"({sum(r['finish_reason'] == 'repetition' for r in rows)} stopped there), {saved} tokens of budget "
           f"not spent on loops; {sum(r['completion_tokens'] for r in rows)} tokens written")
-    if args.save:
+    if args.save:  # the real replies as they came, without what this script read from them
         args.save.parent.mkdir(parents=True, exist_ok=True)
-        args.save.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+        keep = [{k: v for k, v in r.items() if k not in ("rating", "loop")} for r in rows]
+        args.save.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in keep), encoding="utf-8")
         print(f"replies: {args.save}")
     return 0
 

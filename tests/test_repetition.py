@@ -98,6 +98,44 @@ def test_real_answers_never_trigger_it_at_any_line_end() -> None:
     assert hits == [], hits[:3]
 
 
+REAL = Path(__file__).resolve().parent / "data" / "qwen_mt_bench_judgments.jsonl"
+
+
+def test_real_judge_replies_loops_and_not() -> None:
+    """16 real MT-bench judgments by the packaged Qwen2.5-Coder-1.5B judge (bench/judge_repetition.py,
+    vicuna-13b-v1.3's answers to questions 81-151, turns 1 and 2, budget 1024 tokens, 2026-11-27). The
+    local judge stopped two of them in a loop; a third ran to the budget repeating a 582-character
+    paragraph (before the period limit was raised past 400 characters) and would now stop at character
+    2,808 of 5,597. The other 13 replies ended by themselves and trigger nothing at any length."""
+    from evaluate.benchmarks import mt_bench_judge as mj
+
+    rows = [json.loads(line) for line in REAL.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 16 and {r["judge"] for r in rows} == {"Qwen2.5-Coder-1.5B-Instruct"}
+    fired = {}
+    for r in rows:
+        t = r["text"]
+        fired[(r["question_id"], r["turn"])] = next((n for n in range(MIN_CHARS, len(t) + 1)
+                                                     if repeated_tail(t[:n]) is not None), None)
+    stopped = {k for k, r in zip(fired, rows) if r["finish_reason"] == "repetition"}
+    assert stopped == {(91, 2), (131, 2)}
+    for k in stopped:  # stopped by the rule, within the token that completed the fourth copy
+        assert fired[k] is not None and fired[k] > len(next(r["text"] for r in rows
+                                                            if (r["question_id"], r["turn"]) == k)) - 8
+    assert fired[(151, 1)] == 2808  # the reply that ran to the budget
+    assert [k for k, n in fired.items() if n is not None] == [(151, 1), (91, 2), (131, 2)]
+    # each looping reply is invalid with the reason, its raw text kept; the others are read as before
+    for r in rows:
+        comp = Completion(text=r["text"], finish_reason=r["finish_reason"], completion_tokens=r["completion_tokens"])
+        text, loop = mj._before_loop(comp)
+        score, why = mj.parse_rating(text)
+        if (r["question_id"], r["turn"]) in stopped | {(151, 1)}:
+            assert loop is not None and score is None
+            assert mj.repetition_reason(loop, comp.finish_reason, "[[rating]]").startswith(
+                "the judge repeated itself: ")
+        else:
+            assert loop is None and text == r["text"]
+
+
 def test_loop_in_only_reads_replies_that_did_not_end_by_themselves() -> None:
     text = "8 6\n" + LINE * 6
     assert loop_in(text, "length") is not None and loop_in(text, "repetition") is not None
