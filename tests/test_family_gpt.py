@@ -152,7 +152,7 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
 
     def item(i, weighted):
         orders = [OrderJudgment("AB", "A", (8, 7), "8 7", weighted=weighted[0]),
-                  OrderJudgment("BA", "B", (8, 7), "8 7", weighted=weighted[1])]
+                  OrderJudgment("BA", "B", (7, 8), "8 7", weighted=weighted[1])]
         return BattleItem(id=str(i), verdict="tie", orders=orders, inconsistent=True, flipped=True, category="qa")
 
     with_w = BattleResult("a", "b", [item(i, [(7.9, 7.1), (7.2, 7.6)]) for i in range(3)])
@@ -164,7 +164,11 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
     write_battle_charts(tmp_path)
     two = mpimg.imread(tmp_path / "charts" / "GPT" / "battle_a__vs__b.png")
     one = mpimg.imread(tmp_path / "charts" / "GPT" / "battle_c__vs__d.png")
-    assert two.shape[0] == one.shape[0] and two.shape[1] == 2 * one.shape[1]  # a second panel, same height
+    # parsed, weighted and position-calibrated panels beside parsed and calibrated ones, same height
+    assert two.shape[0] == one.shape[0] and 2 * two.shape[1] == 3 * one.shape[1]
+    # the judge said "8 7" for the first-shown answer in both orders: calibrated for position (in points:
+    # a lean of 1, no preference), every item is a tie
+    assert with_w.summary()["calibrated"]["ties"] == 3
     # the weighted panel's bars are model a's colour (green wins); the parsed-only chart has
     # green only in its legend patch
     green = np.array([0x2c, 0xa0, 0x2c]) / 255

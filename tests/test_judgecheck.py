@@ -121,6 +121,17 @@ def test_judge_that_prefers_longer_answers_does_not_beat_the_length_baseline(tmp
     assert lab["p_longer"]["rate"] == 1.0
     assert not lab["beats_length_baseline"] and rec["trustworthy"] is False
     assert "does not beat the length baseline" in rec["verdict_text"]
+    # Cohen's kappa beside agreement: this judge says what the length rule says, item by item
+    from sklearn.metrics import cohen_kappa_score
+
+    said = [it["verdict"] for it in lab["items"]]
+    truth = [it["label"].upper() for it in lab["items"]]
+    assert lab["agreement"]["kappa"] == pytest.approx(cohen_kappa_score(said, truth), abs=1e-4)
+    assert lab["agreement"]["kappa"] == lab["baselines"]["longer"]["kappa"]
+    assert lab["baselines"]["first"]["kappa"] == 0.0 and lab["baselines"]["first"]["accuracy"] is not None
+    assert f"Cohen's kappa {lab['agreement']['kappa']:.2f}" in rec["verdict_text"]
+    assert f"has 0.750 (kappa {lab['baselines']['longer']['kappa']:.2f})" in rec["verdict_text"]
+    assert set(lab["agreement"]["verdicts"]) == {"raw", "weighted", "calibrated"}
     assert "NOT TRUSTWORTHY" in out.out
     # tokens and cost from the judge's usage: 40 pairs x 2 orders x (100 + 3) tokens at $1 / $2 per 1M
     assert lab["usage"]["requests"] == 80 and lab["usage"]["prompt_tokens"] == 8000
@@ -130,7 +141,7 @@ def test_judge_that_prefers_longer_answers_does_not_beat_the_length_baseline(tmp
     assert "{'" not in out.out and "|---" not in out.out
     head = next(x for x in out.out.splitlines() if x.startswith("who"))
     rows = out.out.splitlines()[out.out.splitlines().index(head):][:6]
-    assert rows[1].startswith("-----") and rows[2].startswith("judge (ties half)")
+    assert rows[1].startswith("-----") and rows[2].startswith("judge, parsed (ties half)")
     assert len({r.index("accuracy") if "accuracy" in r else None for r in rows[:1]}) == 1
     assert "usage: 80 requests (0 from the cache, 0 failed), 8,240 tokens, $0.0085" in out.out
 
@@ -144,6 +155,13 @@ def test_judge_that_always_picks_the_first_position_is_flagged(tmp_path, fake_op
     assert lab["agreement"]["accuracy"] == 0.5  # every item a tie across the two orders
     assert lab["decides_by_position"] and rec["trustworthy"] is False
     assert "decides by position" in rec["verdict_text"]
+    # agreement .5 but kappa 0: no better than chance, said in the verdict; calibrated for position,
+    # every item is still a tie (the judge said "first" in both orders)
+    assert lab["agreement"]["kappa"] == 0.0 and not lab["above_chance"]
+    assert "but Cohen's kappa 0.00" in rec["verdict_text"] and "no better than chance" in rec["verdict_text"]
+    cal = lab["agreement"]["verdicts"]["calibrated"]
+    assert cal["ties"] == cal["n"] == 40
+    assert lab["position_prior"]["method"] == "scores" and lab["position_prior"]["position_bias"] == 7.0  # "9 2"
 
 
 def test_judge_that_knows_the_answer_passes(tmp_path, fake_openai, monkeypatch, capsys):
@@ -154,6 +172,7 @@ def test_judge_that_knows_the_answer_passes(tmp_path, fake_openai, monkeypatch, 
     assert lab["position"]["flip_rate"]["rate"] == 0.0
     assert lab["p_longer"]["rate"] == pytest.approx(0.75)
     assert rec["trustworthy"] is True and rec["verdict_text"].startswith("trustworthy")
+    assert lab["agreement"]["kappa"] == 1.0 and "and Cohen's kappa 1.00 (almost perfect" in rec["verdict_text"]
 
 
 def test_labelled_limit_is_a_seeded_sample(tmp_path, fake_openai, monkeypatch, capsys):
@@ -214,6 +233,21 @@ def test_label_free_judge_that_prefers_the_intact_text_passes(tmp_path, fake_ope
     assert "{'" not in out.out and "|---" not in out.out
     assert re.search(r"^corruption +category +pairs +battle prefers intact", out.out, re.M)
     assert "usage: battle " in out.out and " requests (" in out.out
+    # kappa against the side the intact text was shown on: a perfect judge has 1
+    assert san["pooled"]["battle"]["kappa"] == 1.0 and san["pooled"]["battle_verdicts"]["raw"]["kappa"] == 1.0
+    assert "Cohen's kappa against the side the intact text was shown on" in out.out
+
+
+def test_label_free_judge_that_always_picks_the_first_position_has_kappa_zero(tmp_path, fake_openai, monkeypatch,
+                                                                                capsys):
+    rec, _ = run_check(tmp_path, monkeypatch, capsys, fake_openai, scripted(always_first, intact_rating))
+    san = rec["sanity"]
+    from sklearn.metrics import cohen_kappa_score
+
+    said = [it["battle_verdict"] for it in san["items"]]
+    sides = ["A" if it["intact_first"] else "B" for it in san["items"]]
+    assert san["pooled"]["battle"]["kappa"] == pytest.approx(cohen_kappa_score(said, sides)) == 0.0
+    assert san["pooled"]["battle_verdicts"]["calibrated"]["ties"] == san["pooled"]["battle_verdicts"]["calibrated"]["n"]
 
 
 def test_label_free_random_judge_is_near_chance(tmp_path, fake_openai, monkeypatch, capsys):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluate.pipeline.metaeval import correlations, pairwise_accuracy, run_metaeval
+from evaluate.pipeline.metaeval import correlations, format_report, pairwise_accuracy, run_metaeval
 
 try:
     from tests.fake_openai_server import Reply, fake_openai  # noqa: F401
@@ -51,6 +51,9 @@ def test_pairwise_accuracy_counts_ties_half_and_skips_label_ties():
     res = pairwise_accuracy(rows, [2, 1, 1, 5, None], [1, 2, 1, 0, 3])
     assert res["n"] == 3 and res["right"] == 2 and res["predicted_ties"] == 1 and res["invalid"] == 1
     assert res["accuracy"] == pytest.approx(2.5 / 3)
+    # kappa of the picks A, B, tie against a, b, a (the invalid pick left out): p_o = 2/3,
+    # p_e = 1/3 * 2/3 + 1/3 * 1/3 = 1/3, kappa = (2/3 - 1/3) / (2/3) = .5
+    assert res["kappa"] == pytest.approx(0.5) and res["agreement"]["no_verdict"] == 1
 
 
 def test_length_baseline_on_hhh_matches_sources_md(shared):
@@ -127,6 +130,26 @@ def test_battle_accuracy_against_labels_with_a_fake_judge(tmp_path, fake_openai,
     assert acc["weighted_n"] == 4 and acc["weighted_accuracy"] == pytest.approx(3 / 4)
     assert [it["weighted_margin"] for it in acc["items"]][:4] == [pytest.approx(7), pytest.approx(-7),
                                                                  pytest.approx(0.25), pytest.approx(7)]
+    # Cohen's kappa beside agreement, as scikit-learn computes it on the same verdicts. By hand: verdicts
+    # A, B, tie, A against labels a, b, a, b: p_o = .5, p_e = .5 * .5 + .25 * .5 = .375, kappa = .2
+    from sklearn.metrics import cohen_kappa_score
+
+    valid = [it for it in acc["items"] if it["verdict"] != "invalid"]
+    said, truth = [it["verdict"] for it in valid], [it["label"].upper() for it in valid]
+    assert acc["kappa"] == pytest.approx(0.2) == pytest.approx(cohen_kappa_score(said, truth))
+    assert acc["verdicts"]["raw"]["accuracy"] == pytest.approx(acc["accuracy"])
+    w = [it for it in acc["items"] if it["weighted_verdict"]]
+    assert acc["verdicts"]["weighted"]["kappa"] == pytest.approx(
+        cohen_kappa_score([it["weighted_verdict"] for it in w], [it["label"].upper() for it in w]))
+    # the trivial rules on the same items, each with agreement and kappa (a constant rule: kappa 0)
+    rules = acc["trivial_rules"]
+    assert rules["first"]["kappa"] == 0.0 and rules["first"]["accuracy"] == pytest.approx(2 / 4)
+    assert rules["first"]["n"] == rules["longer"]["n"] == 4
+    # the position-calibrated verdicts and the judge's prior, fitted on these pairs' own two orders
+    assert acc["position_prior"]["method"] == "probabilities" and acc["calibrated_n"] == 4
+    assert "log-odds" in acc["position_prior"]["text"]
+    text = format_report(report)
+    assert "position-calibrated" in text and "rule: always the first" in text and "position prior:" in text
 
 
 def test_sample_is_seeded_and_keeps_file_order(tmp_path):

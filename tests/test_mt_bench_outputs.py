@@ -278,6 +278,15 @@ def test_judge_check_pairwise_reading_judge_passes(data, fake_openai, tmp_path, 
     assert sanity["parts"] == ["battle"] and sanity["pooled"]["battle"]["preference"] >= 0.9
     # both orders: the intact answer is shown first in one game and second in the other
     assert all(len(x["orders"]) == 2 for x in sanity["items"])
+    # kappa over the games: the winning position against the intact answer's, as scikit-learn computes it
+    from sklearn.metrics import cohen_kappa_score
+
+    shown = {("intact first", "model_1"): "A", ("intact first", "model_2"): "B", ("corrupted first", "model_1"): "B",
+             ("corrupted first", "model_2"): "A"}
+    said = [("tie" if w == "tie" else shown[(g, w)]) for x in sanity["items"] for g, w, _ in x["orders"] if w]
+    truth = [("A" if g == "intact first" else "B") for x in sanity["items"] for g, w, _ in x["orders"] if w]
+    assert sanity["pooled"]["battle"]["kappa"] == pytest.approx(cohen_kappa_score(said, truth), abs=1e-4)
+    assert sanity["pooled"]["battle"]["kappa"] > 0.8 and sanity["pooled"]["battle"]["kappa_games"] == len(said)
 
 
 def test_judge_check_flags_a_random_judge(data, fake_openai, tmp_path, capsys) -> None:

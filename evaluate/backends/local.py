@@ -17,6 +17,11 @@ found, feeds the tokens that followed there as a draft in the same forward pass.
 tokens that the model's own greedy choice confirms are kept, the rest are cut from the KV cache.
 On a CPU a decoding step costs about the time to read the weights once, whether it runs one
 token or ten, so every confirmed token is a step saved; the output is the greedy output.
+
+A greedy reply that has fallen into a loop (the same block repeated at its end, by the rule of
+`core.repetition`) ends there with finish_reason "repetition" instead of running to `max_tokens`:
+greedy decoding that has written a block four times in a row writes it again. Replies that do not
+loop are unchanged, so the judge's signature (and cache key) is too.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ..core.errors import InputError
+from ..core.repetition import MIN_CHARS as LOOP_MIN_CHARS, repeated_tail
 from ..models.catalogue import ModelInfo
 from ..models.device import device_type, resolve_device
 from ..models.load import common_prefix, load_causal_lm, resolve_dtype, resolve_model
@@ -83,6 +89,9 @@ class _Reply:
             self.text, self.finish = text[:cut], "stop"
             return nxt, True
         self.text = text
+        if req.temperature == 0 and len(text) >= LOOP_MIN_CHARS and repeated_tail(text) is not None:
+            self.finish = "repetition"  # a greedy loop only repeats itself until max_tokens
+            return nxt, True
         return nxt, len(self.out) >= self.budget
 
     def completion(self) -> Completion:

@@ -1,5 +1,7 @@
-"""The judge check with human labels: agreement with the labels next to the length and position
-baselines, on a pairwise file (instruction, input, response_a, response_b, label a/b/tie)."""
+"""The judge check with human labels: agreement with the labels and Cohen's kappa, for the judge's
+parsed, probability-weighted and position-calibrated verdicts, next to the trivial rules' agreement
+and kappa on the same pairs, on a pairwise file (instruction, input, response_a, response_b, label
+a/b/tie)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from ..core.errors import InputError
 import numpy as np
 
 from ..pipeline.checkstore import _ci, _context, _f, _usage
+from ..stats.label_agreement import verdict_agreement
 from .rules import POSITION_FLIP_RATE, RULE_NAMES, RULES, _wilson
 
 
@@ -40,8 +43,13 @@ def select_pairs(rows: list[dict[str, Any]], limit: int | None, seed: int) -> li
 def baselines(rows: list[dict[str, Any]], ties_labelled: bool = False) -> dict[str, Any]:
     """The accuracy of every trivial rule a judge must beat on these decided pairs: pick the longer or
     the shorter response, always the first or always the second, and (where the file labels ties)
-    always say tie, which scores half on every decided pair as a judge's tie does."""
+    always say tie, which scores half on every decided pair as a judge's tie does. Each with its
+    Cohen's kappa (0 for the constant rules by construction) and its interval."""
+    from ..pipeline.metaeval import trivial_verdicts
+
     n = len(rows)
+    said = trivial_verdicts(rows)
+    labels = [r["label"] for r in rows]
     credit: dict[str, float] = {"longer": 0.0, "shorter": 0.0}
     for r in rows:
         la, lb = len(r["response_a"]), len(r["response_b"])
@@ -57,8 +65,21 @@ def baselines(rows: list[dict[str, Any]], ties_labelled: bool = False) -> dict[s
     if ties_labelled:
         credit["tie"] = 0.5 * n
         rules["tie"] = "always says tie (the file labels ties); a tie counts half on a decided pair"
-    return {name: {"accuracy": round(credit[name] / n, 4) if n else None, "n": n, "ci95": _wilson(credit[name], n),
-                   "rule": rules[name]} for name in rules}
+    out = {}
+    for name in rules:
+        agree = verdict_agreement(said[name], labels)
+        out[name] = {"accuracy": round(credit[name] / n, 4) if n else None, "n": n, "ci95": _wilson(credit[name], n),
+                     "kappa": agree["kappa"], "kappa_ci": agree["kappa_ci"], "kappa_strength": agree["kappa_strength"],
+                     "rule": rules[name]}
+    return out
+
+
+def above_chance(block: dict[str, Any]) -> bool:
+    """The kappa rule: the lower end of kappa's 95% interval is above 0 (no interval: kappa above 0.2)."""
+    k, ci = block.get("kappa"), block.get("kappa_ci")
+    if k is None:
+        return False
+    return ci[0] > 0 if ci else k > 0.2
 
 
 def best_rule(base: dict[str, Any]) -> tuple[str, float | None]:
@@ -89,6 +110,8 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
     result = judge.run({"response_a": recs_a, "response_b": recs_b})[0]
     wall = time.time() - t0
     acc = battle_accuracy(rows, result)
+    verdicts = acc["verdicts"]
+    raw = verdicts["raw"]
     lengths = {ra.id: (len(ra.output), len(rb.output)) for ra, rb in zip(recs_a, recs_b)}
     bias = judge_bias([it.to_dict() for it in result.items], lengths)
     valid = [r for r, it in zip(rows, result.items) if it.verdict != "invalid"]
@@ -100,6 +123,7 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
     beats_rules = bool(ci and best_acc is not None and ci[0] > best_acc)
     flip = bias["flip_rate"]["rate"]
     by_position = flip is not None and flip >= POSITION_FLIP_RATE
+    chance_ok = above_chance(raw)
     reasons = []
     if not valid:
         reasons.append(f"no valid verdict: all {len(rows)} pairs were invalid (see the battle replies)")
@@ -107,6 +131,9 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
         what = "the length baseline" if best == "longer" else f"the best trivial rule, '{RULE_NAMES[best]}'"
         reasons.append(f"does not beat {what}: agreement {_f(acc['accuracy'])} (95% CI "
                        f"{_ci(ci)}) vs {_f(best_acc)} for '{RULE_NAMES[best]}'")
+    if valid and not chance_ok:
+        reasons.append(f"no better than chance: Cohen's kappa {_k(raw['kappa'])} ({raw['kappa_strength']}, 95% CI "
+                       f"{_kci(raw['kappa_ci'])})")
     if by_position:
         reasons.append(f"decides by position: {flip:.0%} of its items flip with the order "
                        f"(P(first) {_f(bias['first_position_wins']['rate'])})")
@@ -121,8 +148,14 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
                       "weighted": acc["weighted_accuracy"], "weighted_n": acc["weighted_n"],
                       "weighted_ci95": _wilson(acc["weighted_accuracy"] * acc["weighted_n"], acc["weighted_n"])
                       if acc["weighted_n"] else None,
+                      "kappa": raw["kappa"], "kappa_ci": raw["kappa_ci"], "kappa_strength": raw["kappa_strength"],
+                      "verdicts": verdicts,
                       "note": "a judge tie (equal scores, or orders that disagree) counts half; invalid items "
-                              "left out of n and counted; 95% Wilson interval"},
+                              "left out of n and counted; 95% Wilson interval. Cohen's kappa over A / B / tie "
+                              "(a tie never matches a label; 0 is chance), 95% percentile bootstrap interval. "
+                              "verdicts: parsed (raw), probability-weighted, position-calibrated (the judge's "
+                              "position lean fitted on these pairs' own two orders, no labels)"},
+        "position_prior": acc["position_prior"],
         "baselines": base,
         "position": {"flip_rate": bias["flip_rate"], "p_first": bias["first_position_wins"],
                      "inconsistency_rate": acc["inconsistency_rate"]},
@@ -130,9 +163,17 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
         "invalid_order_rate": bias["invalid_order_rate"],
         "usage": _usage(ctx.judge()), "wall_s": round(wall, 1),
         "beats_length_baseline": beats_length, "best_trivial_rule": best, "beats_trivial_rules": beats_rules,
-        "decides_by_position": by_position,
-        "trustworthy": beats_rules and not by_position, "reasons": reasons, "rule": RULES["labelled"],
+        "decides_by_position": by_position, "above_chance": chance_ok,
+        "trustworthy": beats_rules and not by_position and chance_ok, "reasons": reasons, "rule": RULES["labelled"],
         "items": acc["items"],
     }
 
 
+
+
+def _k(x: Any) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def _kci(ci: Any) -> str:
+    return "-" if not ci else f"{ci[0]:.2f} to {ci[1]:.2f}"

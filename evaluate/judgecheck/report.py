@@ -32,6 +32,10 @@ def usage_text(usage: dict[str, Any] | None) -> str:
             + (f"${cost:.4f}" if isinstance(cost, (int, float)) else "cost unknown (no judge.price)"))
 
 
+def _kci(ci: Any) -> str:
+    return "-" if not ci else f"{ci[0]:.2f} to {ci[1]:.2f}"
+
+
 def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | None) -> str:
     from ..report.analysis import verdict_detail  # one helper drops the verdict's leading "NOT trustworthy: "
 
@@ -42,12 +46,26 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
         a, base, pos = labelled["agreement"], labelled["baselines"], labelled["position"]
         lines += ["", f"With labels: {labelled['data']} ({labelled['pairs']} decided pairs, "
                       f"{labelled['label_ties_left_out']} label ties left out)", ""]
-        lines += table(["who", "accuracy", "95% Wilson CI", "n"], [
-            ["judge (ties half)", _f(a["accuracy"]), _ci(a["ci95"]), a["n"]],
-            ["judge, probability-weighted", _f(a["weighted"]), _ci(a["weighted_ci95"]), a["weighted_n"]],
+        vs = a.get("verdicts") or {}  # records written before kappa: no verdicts block
+
+        def kap(b: dict | None) -> list[str]:
+            if not b or b.get("kappa") is None:
+                return ["-", "-"]
+            return [f"{b['kappa']:.3f}", _kci(b.get("kappa_ci"))]
+
+        cal = vs.get("calibrated") or {}
+        lines += table(["who", "agreement", "95% Wilson CI", "Cohen's kappa", "95% CI", "n"], [
+            ["judge, parsed (ties half)", _f(a["accuracy"]), _ci(a["ci95"]), *kap(vs.get("raw")), a["n"]],
+            ["judge, probability-weighted", _f(a["weighted"]), _ci(a["weighted_ci95"]), *kap(vs.get("weighted")),
+             a["weighted_n"]],
+            *([["judge, position-calibrated", _f(cal.get("accuracy")), _ci(cal.get("ci")), *kap(cal), cal.get("n")]]
+              if vs else []),
             *([RULE_NAMES.get(name, name) + (" (best rule)" if name == labelled.get("best_trivial_rule") else ""),
-               _f(b["accuracy"]), _ci(b["ci95"]), b["n"]] for name, b in base.items())],
-            right=[False, True, False, True])
+               _f(b["accuracy"]), _ci(b["ci95"]), *kap(b), b["n"]] for name, b in base.items())],
+            right=[False, True, False, True, False, True])
+        prior = labelled.get("position_prior")
+        if prior:
+            lines += ["", "position prior: " + prior["text"]]
         lines += ["",
                   f"judge ties {a['judge_ties']}, invalid {a['invalid']}; flip rate {_f(pos['flip_rate']['rate'])}, "
                   f"P(first) {_f(pos['p_first']['rate'])}, P(longer) {_f((labelled['p_longer'] or {}).get('rate'))}, "
@@ -71,6 +89,17 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
         lines += table(["corruption", "category", "pairs", "battle prefers intact", "rating prefers intact",
                         "rating drop"], rows, right=[False, False, True, False, False, False])
         lines += ["", "(95% intervals: Wilson for preferences, bootstrap for the rating drop)"]
+        bv = sanity["pooled"].get("battle_verdicts")
+        if bv:  # records written before kappa have none
+            names = {"raw": "parsed", "weighted": "probability-weighted", "calibrated": "position-calibrated"}
+            said = [f"{names[k]} {b['kappa']:.2f} ({_kci(b.get('kappa_ci'))}, n={b['n']})" for k, b in bv.items()
+                    if b.get("kappa") is not None]
+            if said:
+                lines.append("battle, Cohen's kappa against the side the intact text was shown on (0: chance): "
+                             + "; ".join(said))
+            prior = sanity["pooled"].get("position_prior")
+            if prior:
+                lines.append("position prior: " + prior["text"])
         u = sanity["usage"] or {}
         lines.append(f"usage: battle {usage_text(u.get('battle'))}; rating {usage_text(u.get('rating'))}; "
                      f"{sanity['wall_s']} s")

@@ -21,9 +21,11 @@ RULES = {
     "labelled": "does not beat the trivial rules when the lower end of the judge's 95% Wilson interval of "
                 "agreement is not above the accuracy of the best of 'pick the longer answer', 'pick the shorter "
                 "answer', 'always the first', 'always the second' (and 'always a tie' where the file labels ties); "
+                "no better than chance when the lower end of the 95% interval of its Cohen's kappa is not above 0; "
                 "decides by position when "
                 f">= {POSITION_FLIP_RATE:.0%} of the items valid in both orders flip with the order. Agreement: "
-                "a judge tie counts half; label ties are left out (counted in 'label_ties_left_out').",
+                "a judge tie counts half; label ties are left out (counted in 'label_ties_left_out'). Judged on "
+                "the parsed verdicts; the probability-weighted and position-calibrated ones are reported beside.",
     "sanity": f"near chance when the preference for the intact text is below {NEAR_CHANCE_POINT} or its 95% "
               "Wilson interval includes 0.5; applied to all pairs pooled (battle and rating separately) and to "
               "the 'other_answer' pairs alone. Ties count half.",

@@ -1,4 +1,10 @@
-"""The judge check without labels: does the judge prefer an intact text to a corrupted copy?"""
+"""The judge check without labels: does the judge prefer an intact text to a corrupted copy?
+
+The battle part also gives Cohen's kappa of the item verdicts against the side the intact text was
+shown on (first in a seeded half of the pairs, so both sides occur): a judge that always picks one
+position prefers the intact text about half the time and has kappa 0. Kappa and the preference are
+given for the parsed, probability-weighted and position-calibrated verdicts (`battle_verdicts`,
+pooled), the calibration fitted on these pairs' own two orders."""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ from ..core.errors import InputError
 from ..core.records import Record
 from ..pipeline.checkstore import _ci, _context, _pct, _usage
 from .corrupt import sanity_pairs
+from ..stats.label_agreement import verdict_agreement
 from .rules import CORRUPTIONS, CORRUPTION_TEXT, RULES, _wilson, near_chance
 
 
@@ -75,6 +82,11 @@ def verdict_reasons(pooled: dict[str, Any], by_corruption: dict[str, dict[str, A
     return reasons
 
 
+def shown_side(item: dict[str, Any]) -> str:
+    """The side ("A" / "B") a sanity pair's intact text was shown on in its first order: its label."""
+    return "A" if item["intact_first"] else "B"
+
+
 def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
                  log: Callable[[str], None]) -> dict[str, Any]:
     from ..pipeline.answers import load_answer_sets
@@ -135,6 +147,7 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
         ratings = {m: [ri.scores.get(m), rc.scores.get(m)] for m in metrics[p.category]}
         items.append({"id": p.id, "corruption": p.kind, "category": p.category, "source": p.source, "note": p.note,
                       "intact_first": p.intact_first, "battle": outcome, "battle_verdict": v,
+                      "weighted_verdict": it.weighted_verdict, "calibrated_verdict": it.calibrated_verdict,
                       "orders": [[o.order, o.verdict, o.raw] for o in it.orders], "ratings": ratings,
                       "corrupted_text": p.corrupted[:500]})
 
@@ -153,14 +166,23 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
                 rc_all.append(rc)
                 wins += 1.0 if ri > rc else 0.5 if ri == rc else 0.0
         mean_drop, drop_ci = _mean_ci(drops)
+        kappa = verdict_agreement([x["battle_verdict"] for x in sel], [shown_side(x) for x in sel])
         return {"pairs": len(sel),
-                "battle": _pref_block(sum(b), len(b), len(sel) - len(b)),
+                "battle": {**_pref_block(sum(b), len(b), len(sel) - len(b)),
+                           "kappa": kappa["kappa"], "kappa_ci": kappa["kappa_ci"],
+                           "kappa_strength": kappa["kappa_strength"]},
                 "rating": {**_pref_block(wins, n_r, bad), "mean_drop": mean_drop, "drop_ci95": drop_ci,
                            "intact_mean": round(float(np.mean(ri_all)), 4) if ri_all else None,
                            "corrupted_mean": round(float(np.mean(rc_all)), 4) if rc_all else None}}
 
     by_corruption = corruption_blocks(items, CORRUPTIONS, summarise, skipped, cats)
     pooled = summarise(items)
+    sides = [shown_side(x) for x in items]
+    pooled["battle_verdicts"] = {kind: verdict_agreement([x[key] for x in items], sides) for kind, key in
+                                 (("raw", "battle_verdict"), ("weighted", "weighted_verdict"),
+                                  ("calibrated", "calibrated_verdict"))}
+    cal = battle.calibrated()
+    pooled["position_prior"] = cal.summary() if cal else None
     reasons = verdict_reasons(pooled, by_corruption, ("battle", "rating"), "text")
     b_usage, r_usage = _usage(bctx.judge()), _usage(rctx.judge())
     return {"source": "references (where an item has one), else each model's answer" if use_reference else

@@ -36,6 +36,17 @@ its orders of weighted(A) - weighted(B), so position bias cancels in magnitude r
 the item into a tie. They are reported beside the parsed verdicts (``summary()["weighted"]``),
 which stay the headline counts.
 
+Position-calibrated verdicts (``summary()["calibrated"]``, ``BattleItem.calibrated_verdict``): the
+judge's lean towards the first-shown answer is estimated from the battle's own two-order pairs, no
+labels, and each item's preference is read with it taken out (``evaluate.stats.position``, which
+states the model). With log-probabilities each order carries ``p_first``, the judge's probability
+that the first-shown answer is preferred (``parsing.first_preferred``), and the lean is in log-odds;
+without them the parsed scores are used (the lean in points of the judge's scale), and where an
+order has a verdict but no scores (imported games) the verdicts (a latent-threshold model fitted by
+maximum likelihood). The prior is reported with them ("the judge gives the first-shown answer +0.42
+log-odds ..."). The raw verdicts stay the headline counts; the calibrated ones are beside them, as
+the weighted ones are.
+
 Conversations: a record with turns is judged turn by turn. Turn k's request fills the battle
 prompt's ``conversation_template``: each assistant's own conversation up to turn k-1 (the setup,
 the shared user messages, that model's earlier replies) as ``{conversation_1}`` /
@@ -68,8 +79,9 @@ from ..core.errors import InputError
 from ..core.records import Record
 from ..stats.intervals import MIN_INTERVAL_N, bootstrap_mean_ci
 from ..stats.intervals import wilson_interval
+from ..stats.position import Calibration, calibrate
 from .dispatch import complete_all
-from .parsing import parse_pair, weighted_pair
+from .parsing import first_preferred, loop_in, parse_pair, repetition_reason, weighted_pair
 from .prompts import BattlePrompt, fill, render_history
 from .references import ReferenceUse, decide
 from .rating import references_text, turns_without_reference
@@ -94,19 +106,24 @@ class OrderJudgment:
     weighted: tuple[float, float] | None = None  # probability-weighted (A, B), when log-probs came back
     reason: str = ""
     request: str = ""
+    p_first: float | None = None  # the judge's P(the first-shown answer is preferred), from log-probs
 
     def to_dict(self) -> dict[str, Any]:
-        return {"order": self.order, "verdict": self.verdict,
-                "scores": list(self.scores) if self.scores else None,
-                "weighted_scores": [round(v, 4) for v in self.weighted] if self.weighted else None,
-                "raw": self.raw, "reason": self.reason, "request": self.request}
+        out = {"order": self.order, "verdict": self.verdict,
+               "scores": list(self.scores) if self.scores else None,
+               "weighted_scores": [round(v, 4) for v in self.weighted] if self.weighted else None,
+               "raw": self.raw, "reason": self.reason, "request": self.request}
+        if self.p_first is not None:
+            out["p_first"] = round(self.p_first, 6)
+        return out
 
 
     @classmethod
     def from_dict(cls, o: dict[str, Any]) -> "OrderJudgment":
         return cls(order=o["order"], verdict=o["verdict"], scores=tuple(o["scores"]) if o.get("scores") else None,
                    raw=o.get("raw", ""), weighted=tuple(o["weighted_scores"]) if o.get("weighted_scores") else None,
-                   reason=o.get("reason", ""), request=o.get("request", ""))
+                   reason=o.get("reason", ""), request=o.get("request", ""),
+                   p_first=float(o["p_first"]) if isinstance(o.get("p_first"), (int, float)) else None)
 
 
 @dataclass
@@ -123,6 +140,8 @@ class BattleItem:
     turn: int | None = None
     turns: list["BattleItem"] = field(default_factory=list)
     p_a: float | None = None  # a soft verdict: the probability that A wins (imported, or from log-probs)
+    calibrated_verdict: str | None = None  # position-calibrated (set by BattleResult.calibrated())
+    calibrated_margin: float | None = None  # its log-odds that A is preferred, the position lean removed
 
     @property
     def weighted_margin(self) -> float | None:
@@ -157,6 +176,9 @@ class BattleItem:
             out["turns"] = [t.to_dict() for t in self.turns]
         if self.p_a is not None:
             out["p_a"] = round(self.p_a, 6)
+        if self.calibrated_verdict is not None:
+            out["calibrated_verdict"] = self.calibrated_verdict
+            out["calibrated_margin"] = None if self.calibrated_margin is None else round(self.calibrated_margin, 4)
         return out
 
     @classmethod
@@ -192,6 +214,17 @@ class BattleResult:
     items: list[BattleItem]
     both_orders: bool = True
     signature: dict[str, Any] = field(default_factory=dict)
+    # the position calibration of the whole battle; a part of it (a category, a turn) is given its
+    # parent's, so that the prior is fitted once, over every pair
+    calibration: Calibration | None = None
+
+    def calibrated(self) -> Calibration | None:
+        """The battle's position calibration (evaluate.stats.position), fitted on its items' own
+        two-order pairs the first time it is asked for, which also sets each item's calibrated verdict."""
+        if self.calibration is None and not getattr(self, "_fitted", False):
+            self.calibration = calibrate_items(self.items)
+            self._fitted = True
+        return self.calibration
 
     def _count(self, verdict: str) -> int:
         return sum(1 for it in self.items if it.verdict == verdict)
@@ -243,6 +276,7 @@ class BattleResult:
                         "note": "verdict from the mean over both orders of the probability-weighted score "
                                 "difference (A - B); items without log-probs in every order are left out"}
         soft = soft_summary([it.p_a for it in self.items if it.p_a is not None], self.win_rate)
+        calibrated = calibrated_summary(self.calibrated(), self.items)
         return {
             "model_a": self.model_a, "model_b": self.model_b, "items": len(self.items),
             "wins": self.wins, "ties": self.ties, "losses": self.losses, "invalid": self.invalid,
@@ -255,6 +289,7 @@ class BattleResult:
             "one_order_invalid": one_bad,
             "first_position_win_rate": first_wins / len(decisive) if decisive else math.nan,
             "weighted": weighted,
+            "calibrated": calibrated,
             **({"soft": soft} if soft else {}),
             **self._by_turn(),
         }
@@ -267,12 +302,58 @@ class BattleResult:
         return {"turn_judgments": sum(len(it.turns) for it in self.items),
                 "by_turn": {str(k): BattleResult(self.model_a, self.model_b,
                                                  [t for it in self.items for t in it.turns if t.turn == k],
-                                                 self.both_orders).summary() for k in turns},
+                                                 self.both_orders, calibration=self.calibrated()).summary()
+                            for k in turns},
                 "conversation_rule": CONVERSATION_RULE}
 
     def to_dict(self) -> dict[str, Any]:
         return {"summary": self.summary(), "signature": self.signature,
                 "items": [it.to_dict() for it in self.items]}
+
+
+CALIBRATED_NOTE = ("verdict from the judge's preference with its measured lean to a position taken out (the lean "
+                   "fitted on this battle's own two-order pairs, no labels; evaluate/stats/position.py): A or B "
+                   "beyond the tie band, else a tie; items not valid in both orders are left out")
+
+
+def calibrate_items(items: Sequence[BattleItem]) -> Calibration | None:
+    """Fit the position calibration on the items' judgments (a conversation's turns) and set every
+    item's calibrated verdict and margin; a conversation's from its turns' (CONVERSATION_RULE).
+    None when no judgment is valid in both orders."""
+    judged = [j for it in items for j in it.judgments()]
+    cal = calibrate([[(o.order, o.verdict, o.p_first, _first_minus_second(o)) for o in j.orders] for j in judged])
+    for j, (m, v) in zip(judged, zip(cal.margins, cal.verdicts) if cal else [(None, None)] * len(judged)):
+        j.calibrated_verdict, j.calibrated_margin = v, m
+    for it in items:
+        if it.turns:
+            vs = [t.calibrated_verdict for t in it.turns]
+            if any(v is None for v in vs):
+                it.calibrated_verdict = it.calibrated_margin = None
+                continue
+            margin = sum(1 if v == "A" else -1 if v == "B" else 0 for v in vs)
+            it.calibrated_verdict = "A" if margin > 0 else "B" if margin < 0 else "tie"
+            it.calibrated_margin = sum(t.calibrated_margin for t in it.turns) / len(it.turns)  # type: ignore[misc]
+    return cal
+
+
+def _first_minus_second(o: OrderJudgment) -> float | None:
+    """The first-shown answer's parsed score minus the second's (scores are held as (A, B))."""
+    if not o.scores:
+        return None
+    a, b = o.scores
+    return a - b if o.order == "AB" else b - a
+
+
+def calibrated_summary(cal: Calibration | None, items: Sequence[BattleItem]) -> dict[str, Any] | None:
+    """Wins / ties / losses of the calibrated verdicts, their win rate (ties half, 95% Wilson) and the prior."""
+    if cal is None:
+        return None
+    cv = [it.calibrated_verdict for it in items if it.calibrated_verdict is not None]
+    wins, losses, ties = cv.count("A"), cv.count("B"), cv.count("tie")
+    ci = wilson_interval(wins + ties / 2, len(cv))
+    return {"items": len(cv), "wins": wins, "ties": ties, "losses": losses,
+            "win_rate": (wins + ties / 2) / len(cv) if cv else None, "win_rate_ci95": list(ci) if ci else None,
+            "prior": cal.summary(), "note": CALIBRATED_NOTE}
 
 
 def _index(records: Sequence[Record], name: str) -> dict[str, Record]:
@@ -318,10 +399,11 @@ def _judge_order(order: str, comp: Completion, request: JudgeRequest) -> OrderJu
     if not comp.ok:
         return OrderJudgment(order=order, verdict="invalid", raw=comp.error or "",
                              reason=f"judge call failed: {comp.error}", request=request.key())
-    parsed = parse_pair(comp.text, low=SCALE[0], high=SCALE[1])
+    loop = loop_in(comp.text, comp.finish_reason)  # a looping reply is read up to its loop's first copy
+    parsed = parse_pair(loop.before(comp.text) if loop else comp.text, low=SCALE[0], high=SCALE[1])
     if not parsed.ok:
-        return OrderJudgment(order=order, verdict="invalid", raw=comp.text, reason=parsed.reason,
-                             request=request.key())
+        reason = repetition_reason(loop, comp.finish_reason, "score line") if loop else parsed.reason
+        return OrderJudgment(order=order, verdict="invalid", raw=comp.text, reason=reason, request=request.key())
     if comp.finish_reason == "length" and "\n" not in comp.text.strip() and comp.text.rstrip()[-1:].isdigit():
         # "9 1" cut from "9 10": the score line ends where the token limit cut the reply
         return OrderJudgment(order=order, verdict="invalid", raw=comp.text, request=request.key(),
@@ -331,8 +413,9 @@ def _judge_order(order: str, comp: Completion, request: JudgeRequest) -> OrderJu
     a, b = (first, second) if order == "AB" else (second, first)
     w = weighted_pair(comp.top_logprobs, low=SCALE[0], high=SCALE[1]) if comp.top_logprobs else None
     weighted = None if w is None else (w if order == "AB" else (w[1], w[0]))
+    p_first = first_preferred(comp.top_logprobs, low=SCALE[0], high=SCALE[1]) if comp.top_logprobs else None
     return OrderJudgment(order=order, verdict=_verdict(a, b), scores=(a, b), raw=comp.text, request=request.key(),
-                         weighted=weighted)
+                         weighted=weighted, p_first=p_first)
 
 
 CONVERSATION_RULE = ("a conversation is one item: the model that won more turns wins it, equal counts are a tie, "

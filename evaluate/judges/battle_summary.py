@@ -52,5 +52,6 @@ def by_category(res) -> dict[str, Any]:
     cats: dict[str, list] = {}
     for it in res.items:
         cats.setdefault(it.category, []).append(it)
-    return {cat: clean_json(BattleResult(res.model_a, res.model_b, items, res.both_orders).summary())
+    return {cat: clean_json(BattleResult(res.model_a, res.model_b, items, res.both_orders,
+                                         calibration=res.calibrated()).summary())
             for cat, items in sorted(cats.items())}

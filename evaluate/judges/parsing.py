@@ -34,6 +34,14 @@ by summing their probabilities. Too little mass on the score tokens (< ``min_mas
 
 Every reply is NFKC-normalised first, so full-width digits and colons (common in Chinese
 replies) read like ASCII ones.
+
+A judge that repeats itself (``loop_in``): a reply the backend stopped because it had fallen into a
+loop (finish_reason "repetition", the local judge), or one cut at the token limit whose tail
+repeats one block (``core.repetition``: 4 copies or more in a row, 200 characters or more; an HTTP
+judge). Such a reply is parsed as far as the end of the loop's first copy, which is what the judge
+said before repeating it: a verdict written there (a battle's first-line scores, a rating before the
+loop) stands, and its raw text is kept whole; with none there the reply is invalid with the reason
+``"the judge repeated itself: '<block>' N times in a row ..."`` (``repetition_reason``).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
 from ..core.expected import LogprobScore, expected_score  # noqa: F401  (re-exported)
+from ..core.repetition import Repetition, repeated_tail
 
 GENERIC_LABELS = ("score", "rating", "final score", "overall score", "分数", "评分", "得分", "最终得分")
 
@@ -204,17 +213,10 @@ def parse_pair(text: str, *, low: float = 1, high: float = 10) -> ParsedPair:
     return ParsedPair(values=(a, b))
 
 
-def weighted_pair(top_logprobs: Sequence[Mapping[str, float]], *, low: int = 1, high: int = 10,
-                  min_mass: float = 0.5) -> tuple[float, float] | None:
-    """Probability-weighted battle scores: G-Eval's expected score at the two positions where the
-    greedy reply starts its two numbers on the first line.
-
-    `top_logprobs` holds one {token: logprob} per generated position (temperature 0, so the most
-    likely token is the one written). The positions are found by walking those most likely tokens:
-    the first two tokens that start a run of digits, before the first line break that follows a
-    number. At each, the expectation over the score tokens in low..high (`score_from_top_logprobs`;
-    with one-digit tokenizers "10" is seen as its first digit, "1"). None when the reply has no two
-    numbers there or either position has less than `min_mass` probability on score tokens."""
+def pair_distributions(top_logprobs: Sequence[Mapping[str, float]], *, low: int = 1, high: int = 10,
+                       min_mass: float = 0.5) -> tuple[LogprobScore, LogprobScore] | None:
+    """The judge's score distributions at the two positions where the greedy reply starts its two
+    numbers on the first line (G-Eval's reading of each position; see `weighted_pair`)."""
     starts: list[int] = []
     prev_digit = False
     for i, top in enumerate(top_logprobs):
@@ -230,13 +232,56 @@ def weighted_pair(top_logprobs: Sequence[Mapping[str, float]], *, low: int = 1, 
         prev_digit = bool(re.search(r"\d$", tok))
     if len(starts) < 2:
         return None
-    values = []
-    for i in starts:
-        s = score_from_top_logprobs(top_logprobs[i], low=low, high=high, min_mass=min_mass)
-        if s.value is None:
-            return None
-        values.append(s.value)
-    return values[0], values[1]
+    scores = [score_from_top_logprobs(top_logprobs[i], low=low, high=high, min_mass=min_mass) for i in starts]
+    if any(s.value is None for s in scores):
+        return None
+    return scores[0], scores[1]
+
+
+def weighted_pair(top_logprobs: Sequence[Mapping[str, float]], *, low: int = 1, high: int = 10,
+                  min_mass: float = 0.5) -> tuple[float, float] | None:
+    """Probability-weighted battle scores: G-Eval's expected score at the two positions where the
+    greedy reply starts its two numbers on the first line.
+
+    `top_logprobs` holds one {token: logprob} per generated position (temperature 0, so the most
+    likely token is the one written). The positions are found by walking those most likely tokens:
+    the first two tokens that start a run of digits, before the first line break that follows a
+    number. At each, the expectation over the score tokens in low..high (`score_from_top_logprobs`;
+    with one-digit tokenizers "10" is seen as its first digit, "1"). None when the reply has no two
+    numbers there or either position has less than `min_mass` probability on score tokens."""
+    pair = pair_distributions(top_logprobs, low=low, high=high, min_mass=min_mass)
+    return None if pair is None else (pair[0].value, pair[1].value)  # type: ignore[return-value]
+
+
+def first_preferred(top_logprobs: Sequence[Mapping[str, float]], *, low: int = 1, high: int = 10,
+                    min_mass: float = 0.5) -> float | None:
+    """P(the first-shown answer is preferred) in one order: P(S1 > S2) + P(S1 = S2) / 2, S1 and S2 the
+    judge's two scores drawn from its distributions at the two score positions (`pair_distributions`,
+    each renormalised over the score tokens). The two are taken as independent, which they are not
+    quite (the second position is read after the greedy first score); it is the order's own
+    probability that the position calibration (`stats.position`) works with. None as weighted_pair."""
+    pair = pair_distributions(top_logprobs, low=low, high=high, min_mass=min_mass)
+    if pair is None:
+        return None
+    q1, q2 = ({int(k): v / s.mass for k, v in s.probs.items()} for s in pair)
+    win = sum(p1 * p2 for k1, p1 in q1.items() for k2, p2 in q2.items() if k1 > k2)
+    same = sum(p1 * q2.get(k1, 0.0) for k1, p1 in q1.items())
+    return min(1.0, max(0.0, win + same / 2))
 
 
 score_from_top_logprobs = expected_score  # the judge's name for it (evaluate.core.expected)
+
+
+def loop_in(text: str, finish_reason: str) -> Repetition | None:
+    """The loop a reply ended in: stopped for it by the backend ("repetition"), or cut at the token
+    limit ("length") with a repeating tail. A reply that ended by itself is the judge's, loop or not."""
+    if finish_reason not in ("repetition", "length"):
+        return None
+    return repeated_tail(text)
+
+
+def repetition_reason(loop: Repetition, finish_reason: str, what: str = "verdict") -> str:
+    """Why a looping reply is invalid, in words (the raw text is kept beside it)."""
+    how = "stopped there" if finish_reason == "repetition" else "until the token limit"
+    return (f"the judge repeated itself: {loop.describe()} ({how}); the reply before the repetition holds "
+            f"no {what}")

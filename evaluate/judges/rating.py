@@ -63,7 +63,7 @@ from ..core.errors import InputError
 from ..core.records import Record, Turn, turn_key
 from ..core.scores import Invalid, ItemScores
 from .dispatch import _sort_key, complete_all
-from .parsing import metric_labels, parse_rating, score_from_top_logprobs
+from .parsing import loop_in, metric_labels, parse_rating, repetition_reason, score_from_top_logprobs
 from .prompts import EvaluationPrompts, PromptEntry, fill, render_history
 from .references import ReferenceUse, decide
 
@@ -366,12 +366,17 @@ class RatingJudge:
             return
         details["raw"] = comp.text
         labels = metric_labels(metric, entry.metrics.get(metric, ""))
-        parsed = parse_rating(comp.text, low=SCALE[0], high=SCALE[1], labels=labels, quoted=shown)
+        loop = loop_in(comp.text, comp.finish_reason)  # a looping reply is read up to its loop's first copy
+        parsed = parse_rating(loop.before(comp.text) if loop else comp.text, low=SCALE[0], high=SCALE[1],
+                              labels=labels, quoted=shown)
+        if loop:
+            details["repetition"] = loop.describe()
         if parsed.ok:
             item.scores[key] = parsed.value
             details["parsed_by"] = parsed.rule
         else:
-            item.invalid[key] = Invalid(reason=parsed.reason, raw=comp.text)
+            reason = repetition_reason(loop, comp.finish_reason, "score") if loop else parsed.reason
+            item.invalid[key] = Invalid(reason=reason, raw=comp.text)
 
 
 def whole_conversation(item: ItemScores, metric: str, n_turns: int) -> None:

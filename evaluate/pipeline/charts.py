@@ -178,7 +178,8 @@ def write_battle_charts(save_path: Path, battles: dict[str, dict[str, Any]] | No
 
     Two panels when the judge gave log-probabilities: the parsed verdicts (a verdict that flips
     with the order is a tie) and the probability-weighted ones (sign of the mean weighted score
-    margin over both orders). A small judge often ties nearly everything on the first and still
+    margin over both orders); a third with the position-calibrated ones (evaluate/stats/position.py)
+    when the battle has two-order pairs. A small judge often ties nearly everything on the first and still
     separates the models on the second, so a chart of one alone would mislead."""
     if battles is None:
         battles = {Path(name).stem: data for name, data in read_battle_files(save_path, [])}
@@ -202,6 +203,10 @@ def _battle_chart(save_path: Path, stem: str, s: dict, cats: dict) -> Path:
         panels.append(("probability-weighted verdicts",
                        [x.get("weighted") or {"items": 0, "wins": 0, "ties": 0, "losses": 0} for x in summaries],
                        "sign of the mean weighted score margin over both orders"))
+    if s.get("calibrated"):
+        panels.append(("position-calibrated verdicts",
+                       [x.get("calibrated") or {"items": 0, "wins": 0, "ties": 0, "losses": 0} for x in summaries],
+                       "the judge's lean to a position, fitted on the pairs, taken out"))
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 0.45 * len(names) + 1.9),
                              squeeze=False, sharey=True)
     for ax, (title, rows, xlabel) in zip(axes[0], panels):

@@ -72,11 +72,7 @@ def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
             continue
         ok = ok and bool(sec.get("trustworthy"))
         if name == "labelled":
-            a = sec["agreement"]
-            best = sec.get("best_trivial_rule") or "longer"  # records written before every rule was compared
-            head = (f"with labels ({Path(sec['data']).name}, {sec['pairs']} pairs): agreement {_f(a['accuracy'])} "
-                    f"(95% CI {_ci(a['ci95'])}) vs {_f(sec['baselines'][best]['accuracy'])} for "
-                    + ("the longer answer" if best == "longer" else f"the best trivial rule ({_RULE_WORDS[best]})"))
+            head = _labelled_head(sec)
         else:
             b, r = sec["pooled"]["battle"], sec["pooled"]["rating"]
             said = {"battle": f"battle prefers the intact text {_pct(b['preference'])} (95% CI {_ci(b['ci95'])})",
@@ -89,6 +85,32 @@ def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
     if not parts:
         return False, "not checked"
     return ok, ("trustworthy: " if ok else "NOT trustworthy: ") + " | ".join(parts)
+
+
+def _labelled_head(sec: dict[str, Any]) -> str:
+    """The labelled check in words, kappa beside agreement: "with labels (hhh.jsonl, 221 pairs): agreement
+    0.514 (95% CI ...) but Cohen's kappa 0.05 (slight, 95% CI -0.03 to 0.12): barely better than chance;
+    the best trivial rule, the longer answer, has 0.633 (kappa 0.27)"."""
+    a = sec["agreement"]
+    best = sec.get("best_trivial_rule") or "longer"  # records written before every rule was compared
+    rule = sec["baselines"][best]
+    who = "the longer answer" if best == "longer" else _RULE_WORDS[best]
+    head = f"with labels ({Path(sec['data']).name}, {sec['pairs']} pairs): agreement {_f(a['accuracy'])} (95% CI {_ci(a['ci95'])})"
+    if "kappa" not in a:  # a record written before kappa was reported
+        return head + f" vs {_f(rule['accuracy'])} for " + (
+            "the longer answer" if best == "longer" else f"the best trivial rule ({_RULE_WORDS[best]})")
+    k, kci = a.get("kappa"), a.get("kappa_ci")
+    if k is None:
+        head += " and Cohen's kappa undefined (one verdict throughout)"
+    else:
+        weak = (kci[0] <= 0) if kci else k <= 0.2
+        # "no better than chance" is a reason of its own (labelled_check); a slight kappa above chance is said here
+        chance = ": barely better than chance" if k <= 0.2 and not weak else ""
+        head += (f" {'but' if weak or k <= 0.2 else 'and'} Cohen's kappa {k:.2f} ({a.get('kappa_strength')}"
+                 + (f", 95% CI {kci[0]:.2f} to {kci[1]:.2f}" if kci else "") + ")" + chance)
+    rk = rule.get("kappa")
+    return head + (f"; the best trivial rule, {who}, has {_f(rule['accuracy'])}"
+                   + (f" (kappa {rk:.2f})" if rk is not None else ""))
 
 
 def save_check(save_path: Path, key: str, judge: dict, prompts: dict, labelled: dict | None,

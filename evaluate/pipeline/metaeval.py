@@ -12,9 +12,13 @@ dimension at three levels:
 - dataset level: all rows at once.
 Pairwise files (rows with `response_a`, `response_b`, `label`): rows labelled "tie" are dropped
 (before --limit, so `--limit 100` means the first 100 decided pairs); both responses are scored and
-the higher one is picked; accuracy against `label`. `GPT:battle` instead shows both responses to
-the judge in a battle (in both orders unless the config's judge says otherwise) and reports its
-accuracy, with the order-flip and position-bias figures that a battle has and a score does not.
+the higher one is picked; accuracy against `label`, and Cohen's kappa beside it (evaluate.stats.
+label_agreement: 0 for any rule blind to the answers). `GPT:battle` instead shows both responses to
+the judge in a battle (in both orders unless the config's judge says otherwise) and reports, for its
+three verdicts (parsed, probability-weighted, position-calibrated), agreement and kappa with their
+95% intervals beside the trivial rules' (`trivial_verdicts`: the longer / shorter answer, always the
+first / the second, always a tie) on the same items, the judge's estimated position prior, and the
+order-flip and position-bias figures that a battle has and a score does not.
 
 Evaluator names: a metric name (`ROUGE`, `BLEU`, ...) or `FAMILY:NAME` (`Metrics:ROUGE`,
 `UniEval:summarization-coherence`, `GPT:coherence`, `RepEval:fluency`), plus the baseline `Length`
@@ -37,6 +41,7 @@ from types import SimpleNamespace
 from ..backends.pool import JudgePool
 from ..families import Context, family_names, get_family
 from ..judges.configured import battle_judge
+from ..stats.label_agreement import KAPPA_NOTE, verdict_agreement
 from ..core.records import Record
 from ..core.io import read_jsonl as core_read_jsonl
 
@@ -303,6 +308,36 @@ def _pairwise_report(report, rows, evs, language, options, extra_config, config_
     return report
 
 
+TRIVIAL_RULES = {"longer": "picks the response with more characters; equal lengths are a tie",
+                 "shorter": "picks the response with fewer characters; equal lengths are a tie",
+                 "first": "always picks response_a (judged in both orders such a judge ties every item)",
+                 "second": "always picks response_b",
+                 "tie": "always says tie"}
+
+
+def trivial_verdicts(rows: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """What each trivial rule says on each pair ("A" / "B" / "tie"): the rules a judge must beat
+    (TRIVIAL_RULES). Their kappa is 0 for the constant ones by construction; their raw agreement is not."""
+    out: dict[str, list[str]] = {name: [] for name in TRIVIAL_RULES}
+    for r in rows:
+        la, lb = len(r["response_a"]), len(r["response_b"])
+        longer = "tie" if la == lb else "A" if la > lb else "B"
+        out["longer"].append(longer)
+        out["shorter"].append({"A": "B", "B": "A", "tie": "tie"}[longer])
+        out["first"].append("A")
+        out["second"].append("B")
+        out["tie"].append("tie")
+    return out
+
+
+def rules_agreement(rows: list[dict[str, Any]], keep: list[bool] | None = None) -> dict[str, dict[str, Any]]:
+    """Agreement and kappa of every trivial rule with the labels, on the rows `keep` marks (all by default)."""
+    keep = keep if keep is not None else [True] * len(rows)
+    labels = [r["label"] for r, k in zip(rows, keep) if k]
+    return {name: {**verdict_agreement([v for v, k in zip(vs, keep) if k], labels), "rule": TRIVIAL_RULES[name]}
+            for name, vs in trivial_verdicts(rows).items()}
+
+
 def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
     """Accuracy of a battle's verdicts against the human labels (rows in the order of the records;
     label ties already dropped). A battle tie (equal scores, or the orders disagree) counts half;
@@ -311,6 +346,7 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
     def credit(verdict: str, label: str) -> float:
         return 1.0 if verdict == label else 0.5 if verdict == "tie" else 0.0
 
+    result.calibrated()  # sets each item's calibrated verdict (the position prior is fitted on all of them)
     by_id = {it.id: it for it in result.items}
     right = wrong = tied = invalid = 0
     w_right = w_n = 0.0
@@ -328,7 +364,13 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
                 per_order[o.order][0] += credit(o.verdict, label)
                 per_order[o.order][1] += 1
         items.append({"id": it.id, "label": r["label"], "verdict": it.verdict, "weighted_margin": it.weighted_margin,
-                      "orders": [[o.order, o.verdict, o.raw] for o in it.orders]})
+                      "weighted_verdict": it.weighted_verdict, "calibrated_verdict": it.calibrated_verdict,
+                      "calibrated_margin": None if it.calibrated_margin is None else round(it.calibrated_margin, 4),
+                      "orders": [[o.order, o.verdict, o.raw] for o in it.orders],
+                      "order_scores": [{"order": o.order, "scores": list(o.scores) if o.scores else None,
+                                        "weighted": [round(v, 4) for v in o.weighted] if o.weighted else None,
+                                        "p_first": None if o.p_first is None else round(o.p_first, 6),
+                                        "reason": o.reason} for o in it.orders]})
         if it.verdict == "invalid":
             invalid += 1
             continue
@@ -340,6 +382,12 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
         sub[1] += 1
     n = right + wrong + tied
     s = {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in result.summary().items()}
+    ordered = [by_id[str(r.get("id", i))] for i, r in enumerate(rows)]
+    labels = [r["label"] for r in rows]
+    verdicts = {"raw": verdict_agreement([it.verdict for it in ordered], labels),
+                "weighted": verdict_agreement([it.weighted_verdict for it in ordered], labels),
+                "calibrated": verdict_agreement([it.calibrated_verdict for it in ordered], labels)}
+    cal = result.calibrated()
     return {"accuracy": (right + 0.5 * tied) / n if n else None, "n": n, "right": right, "wrong": wrong,
             "predicted_ties": tied, "invalid": invalid,
             "accuracy_decisive_only": right / (right + wrong) if right + wrong else None,
@@ -350,15 +398,31 @@ def battle_accuracy(rows: list[dict[str, Any]], result: Any) -> dict[str, Any]:
             "weighted_note": "probability-weighted scores averaged over both orders (see judges/battle.py); "
                              "items whose orders lack log-probs are left out",
             "note": "ties (equal scores or orders that disagree) count as half right; invalid items left out",
+            "kappa": verdicts["raw"]["kappa"], "kappa_ci": verdicts["raw"]["kappa_ci"],
+            "calibrated_accuracy": verdicts["calibrated"]["accuracy"], "calibrated_n": verdicts["calibrated"]["n"],
+            "verdicts": verdicts,
+            "verdicts_note": "raw: the parsed verdicts (orders that disagree are a tie); weighted: the sign of the "
+                             "mean probability-weighted score difference over both orders; calibrated: the judge's "
+                             "preference with its position lean (fitted on this run's own two-order pairs, no "
+                             "labels) taken out. Agreement: ties half, 95% Wilson; " + KAPPA_NOTE,
+            "position_prior": cal.summary() if cal else None,
+            "trivial_rules": rules_agreement(rows, [it.verdict != "invalid" for it in ordered]),
+            "trivial_rules_note": "on the items with a valid raw verdict",
             "by_subset": {k: v[0] / v[1] for k, v in subsets.items() if v[1]}, "items": items}
 
 
 def pairwise_accuracy(rows: list[dict[str, Any]], a: list[float | None], b: list[float | None]) -> dict[str, Any]:
+    """The evaluator's pick (the higher score; equal scores a tie) against the labels: accuracy (ties
+    half) and Cohen's kappa of the picks."""
     right = wrong = tied = invalid = 0
+    picks: list[str | None] = []
+    labels: list[str] = []
     by_subset: dict[str, list[int]] = {}
     for r, x, y in zip(rows, a, b):
         if r["label"] == "tie":
             continue
+        labels.append(r["label"])
+        picks.append(None if x is None or y is None else "tie" if x == y else "A" if x > y else "B")
         if x is None or y is None:
             invalid += 1
             continue
@@ -376,7 +440,45 @@ def pairwise_accuracy(rows: list[dict[str, Any]], a: list[float | None], b: list
     n = right + wrong + tied
     return {"accuracy": (right + 0.5 * tied) / n if n else None, "n": n, "right": right, "wrong": wrong,
             "predicted_ties": tied, "invalid": invalid, "note": "ties count as half right; label ties excluded",
+            **_kappa_of(verdict_agreement(picks, labels)),
             "by_subset": {k: v[0] / v[1] for k, v in by_subset.items() if v[1]}}
+
+
+def _kappa_of(block: dict[str, Any]) -> dict[str, Any]:
+    return {"kappa": block["kappa"], "kappa_ci": block["kappa_ci"], "agreement": block}
+
+
+VERDICT_NAMES = {"raw": "judge, parsed (orders that disagree: tie)", "weighted": "judge, probability-weighted",
+                 "calibrated": "judge, position-calibrated"}
+RULE_LABELS = {"longer": "rule: the longer answer", "shorter": "rule: the shorter answer",
+               "first": "rule: always the first", "second": "rule: always the second", "tie": "rule: always a tie"}
+
+
+def _kappa_cell(block: dict[str, Any] | None) -> str:
+    if not block or block.get("kappa") is None:
+        return "-"
+    ci = block.get("kappa_ci")
+    return f"{block['kappa']:.3f}" + (f" ({ci[0]:.2f} to {ci[1]:.2f})" if ci else "")
+
+
+def battle_table(acc: dict[str, Any]) -> list[str]:
+    """A battle's three verdicts and the trivial rules: agreement and kappa with their intervals, and the
+    judge's position prior, as markdown lines."""
+    def cell(b: dict[str, Any]) -> str:
+        if b.get("accuracy") is None:
+            return "-"
+        return f"{b['accuracy']:.3f}" + (f" ({b['ci'][0]:.3f}-{b['ci'][1]:.3f})" if b.get("ci") else "")
+
+    lines = ["| verdict | agreement (95% CI) | Cohen's kappa (95% CI) | n |", "|---|---|---|---|"]
+    for name, b in acc["verdicts"].items():
+        lines.append(f"| {VERDICT_NAMES[name]} | {cell(b)} | {_kappa_cell(b)} | {b['n']} |")
+    for name, b in acc["trivial_rules"].items():
+        lines.append(f"| {RULE_LABELS[name]} | {cell(b)} | {_kappa_cell(b)} | {b['n']} |")
+    prior = acc.get("position_prior")
+    lines += ["", "position prior: " + (prior["text"] if prior else "none (no item valid in both orders)"),
+              "(agreement: ties half; kappa over A / B / tie, 0 = chance; rules on the items with a valid parsed "
+              "verdict)"]
+    return lines
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -385,12 +487,18 @@ def format_report(report: dict[str, Any]) -> str:
         def num(v: Any) -> str:
             return "-" if v is None else f"{v:.3f}"
 
-        lines += ["", "| evaluator | accuracy | n | predicted ties | invalid | order flips | first position wins "
-                  "| weighted accuracy (n) |", "|---|---|---|---|---|---|---|---|"]
+        lines += ["", "| evaluator | accuracy | Cohen's kappa (95% CI) | n | predicted ties | invalid | order flips "
+                  "| first position wins | weighted accuracy (n) | calibrated accuracy (n) |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for key, acc in report["pairwise"].items():
             w = f"{num(acc['weighted_accuracy'])} ({acc['weighted_n']})" if acc.get("weighted_n") else "-"
-            lines.append(f"| {key} | {num(acc['accuracy'])} | {acc['n']} | {acc['predicted_ties']} | {acc['invalid']} | "
-                         f"{num(acc.get('order_flip_rate'))} | {num(acc.get('first_position_win_rate'))} | {w} |")
+            c = f"{num(acc['calibrated_accuracy'])} ({acc['calibrated_n']})" if acc.get("calibrated_n") else "-"
+            lines.append(f"| {key} | {num(acc['accuracy'])} | {_kappa_cell(acc.get('agreement') or (acc.get('verdicts') or {}).get('raw'))} "
+                         f"| {acc['n']} | {acc['predicted_ties']} | {acc['invalid']} | "
+                         f"{num(acc.get('order_flip_rate'))} | {num(acc.get('first_position_win_rate'))} | {w} | {c} |")
+        for key, acc in report["pairwise"].items():
+            if "verdicts" in acc:
+                lines += ["", f"{key}: agreement with the labels", ""] + battle_table(acc)
         return "\n".join(lines)
     dims = report["dimensions"]
     for level in ("summary", "system", "dataset"):

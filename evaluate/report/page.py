@@ -196,6 +196,7 @@ def battle_view(bt: dict[str, Any], swapped: bool) -> dict[str, Any]:
 
     view = side(s) or {}
     view["weighted"] = side(s.get("weighted"))
+    view["calibrated"] = side(s.get("calibrated"))  # its prior is about positions: the same from either side
     soft = side(s.get("soft"))
     if soft and swapped and finite(soft.get("discrete_win_rate")):
         soft["discrete_win_rate"] = 1 - soft["discrete_win_rate"]

@@ -7,7 +7,8 @@ In this order, each line within `width` columns (80 by default) except a file pa
 - per pair of models: the confirmatory verdict of each shown score with the difference, its
   interval (simultaneous over the pair's primary scores, or "too few items") and adjusted p, naming
   the model a verdict favours; the battle's win rate, saying whose, with the length-controlled one
-  beside it; the exploratory rows whose interval excludes 0, as leads;
+  beside it, and the position-calibrated win rate with the judge's estimated lean to the first-shown
+  answer; the exploratory rows whose interval excludes 0, as leads;
 - the ranking with its level, raw and style-controlled, when there are more than two models;
 - the judge's requests, cache hits, tokens and cost, the judge cache, invalid scores per family;
 - judge warnings, then where the files are, the report first.
@@ -171,7 +172,8 @@ def _battle_side(data: RunLog, a: str, b: str) -> dict[str, Any] | None:
         ci = [1 - ci[1], 1 - ci[0]] if ci else ci
         lc = 1 - lc if finite(lc) else lc
         lc_ci = [1 - lc_ci[1], 1 - lc_ci[0]] if lc_ci else lc_ci
-    return {"wr": wr, "ci": ci, "lc": lc, "lc_ci": lc_ci, "summary": s, "benchmark": bt.get("benchmark")}
+    return {"wr": wr, "ci": ci, "lc": lc, "lc_ci": lc_ci, "summary": s, "benchmark": bt.get("benchmark"),
+            "swapped": swapped}
 
 
 def _battle_verdict(side: dict[str, Any] | None) -> str | None:
@@ -261,7 +263,17 @@ def _battle_lines(side: dict[str, Any] | None, a: str, width: int) -> list[str]:
     text = (f"  battle: win rate of {a} {num(wr, 2)} {iv(ci)}, length-controlled {num(lc, 2)} {iv(lc_ci)}"
             if finite(lc) else f"  battle: win rate of {a} {num(wr, 2)} {iv(ci)}")
     text += f"; {s.get('invalid', 0)} of {s.get('items', '?')} invalid"
-    return _wrap(text + " (ties half, 95%)", width, "    ") + _benchmark_lines(side["benchmark"], width)
+    lines = _wrap(text + " (ties half, 95%)", width, "    ")
+    cal = s.get("calibrated")
+    if isinstance(cal, dict) and finite(cal.get("win_rate")):
+        wr_c, ci_c = cal["win_rate"], cal.get("win_rate_ci95")
+        if side["swapped"]:
+            wr_c, ci_c = 1 - wr_c, ([1 - ci_c[1], 1 - ci_c[0]] if ci_c else ci_c)
+        prior = (cal.get("prior") or {}).get("position_bias")
+        lines += _wrap(f"  position-calibrated: win rate of {a} {num(wr_c, 2)} {iv(ci_c)}"
+                       + (f"; the judge gives the first-shown answer {prior:+.2f} log-odds" if finite(prior) else ""),
+                       width, "    ")
+    return lines + _benchmark_lines(side["benchmark"], width)
 
 
 def _benchmark_lines(block: Any, width: int) -> list[str]:

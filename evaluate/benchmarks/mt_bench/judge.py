@@ -14,6 +14,10 @@ messages the judge receives, and how its reply is read.
   outside the scale its prompt states ("on a scale of 1 to 10") is invalid here too, though FastChat
   reads it and averages it: the judgment file keeps FastChat's reading (`fastchat_score`), so its
   show_result.py still reads the file as it always did, and the tables say where the two differ.
+  A reply that ended in a loop (the judge repeated a block until the token limit, or the local judge
+  stopped it there: `judges.parsing.loop_in`) is read up to the end of the loop's first copy (any
+  verdict in the loop is there too); without a verdict it is invalid with the reason "the judge
+  repeated itself: ...", its raw text kept.
 - Pairs are judged in both orders; FastChat's show_result.py counts a pair whose two games
   disagree, or whose first game is a tie, as a tie, and drops a pair where either game is an error.
 
@@ -28,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ...backends.base import Backend, Completion, JudgeRequest
+from ...core.repetition import Repetition
+from ...judges.parsing import loop_in, repetition_reason
 from .data import Conversation, JudgePrompt, Question, QuestionId
 
 MAX_TOKENS = 2048  # FastChat's chat_completion_openai(..., temperature=0, max_tokens=2048)
@@ -311,6 +317,14 @@ def _game(prompt: JudgePrompt, user_prompt: str, comp: Completion) -> Game:
     return game
 
 
+def _before_loop(comp: Completion) -> tuple[str, Repetition | None]:
+    """The reply as far as the judge said something new: a reply that ended in a loop (stopped for it,
+    or cut at the token limit while repeating) is read up to the end of the loop's first copy, so a
+    verdict written before the loop (or in it) stands and one the loop never reached is missing."""
+    loop = loop_in(comp.text, comp.finish_reason)
+    return (loop.before(comp.text), loop) if loop else (comp.text, None)
+
+
 def judge_single(backend: Backend, matches: Sequence[SingleMatch]) -> list[SingleJudgment]:
     """Judge each match once; the records come back in the order of the matches."""
     users = [single_user_prompt(m) for m in matches]
@@ -320,8 +334,11 @@ def judge_single(backend: Backend, matches: Sequence[SingleMatch]) -> list[Singl
         game = _game(m.prompt, user, comp)
         score = read = None
         if not game.failed:
-            read, game.reason = fastchat_rating(game.judgment)
-            score, game.reason = parse_rating(game.judgment, prompt_scale(m.prompt))
+            text, loop = _before_loop(comp)
+            read, game.reason = fastchat_rating(text)
+            score, game.reason = parse_rating(text, prompt_scale(m.prompt))
+            if score is None and loop:
+                game.reason = repetition_reason(loop, comp.finish_reason, "[[rating]]")
         out.append(SingleJudgment(m.question.question_id, m.question.category, m.model, m.turn, m.prompt.name,
                                   game, score, fastchat_score=read if score is None else None))
     return out
@@ -336,10 +353,14 @@ def judge_pairs(backend: Backend, matches: Sequence[PairMatch]) -> list[PairJudg
     for i, (m, (u1, u2)) in enumerate(zip(matches, users)):
         g1, g2 = _game(m.prompt, u1, comps[2 * i]), _game(m.prompt, u2, comps[2 * i + 1])
         winners: list[str | None] = []
-        for game, names in ((g1, {"A": "model_1", "B": "model_2"}), (g2, {"A": "model_2", "B": "model_1"})):
+        for game, comp, names in ((g1, comps[2 * i], {"A": "model_1", "B": "model_2"}),
+                                  (g2, comps[2 * i + 1], {"A": "model_2", "B": "model_1"})):
             w = None
             if not game.failed:
-                w, game.reason = parse_verdict(game.judgment, m.prompt.output_format)
+                text, loop = _before_loop(comp)
+                w, game.reason = parse_verdict(text, m.prompt.output_format)
+                if w is None and loop:
+                    game.reason = repetition_reason(loop, comp.finish_reason, "verdict")
             winners.append(names.get(w, w) if w is not None else None)
         out.append(PairJudgment(m.question.question_id, m.question.category, m.model_1, m.model_2, m.turn,
                                 m.prompt.name, g1, g2, winners[0], winners[1]))

@@ -13,6 +13,9 @@ the run unchanged:
   higher rating (equal ratings count half). The intact rating is the run's own judgment.
 - pairwise modes: the pair prompt with the intact answer against the corrupted one in both orders
   (FastChat's two games); show_result.py's verdict (the games agree, else a tie) should be the intact one.
+  Beside it, Cohen's kappa over the single games of the position that won against the position the
+  intact answer was shown in (first in one game, second in the other): a judge that always names the
+  first answer prefers the intact one in half the games and has kappa 0.
 
 Per corruption, per category and pooled: how often the intact answer is preferred, with its 95%
 Wilson interval, and for ratings the mean drop. The verdict is the judge check's own sanity rule
@@ -153,6 +156,24 @@ def most_calls(matches: Sequence[Match], models: Sequence[str], mode: str, n: in
     return turns * len(corruptions) * (1 if part_of(mode) == "rating" else 2)
 
 
+_SHOWN = {("intact first", "model_1"): "A", ("intact first", "model_2"): "B",
+          ("corrupted first", "model_1"): "B", ("corrupted first", "model_2"): "A"}
+
+
+def game_kappa(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Cohen's kappa of the games' winning position against the intact answer's position (module docstring)."""
+    from ..stats.label_agreement import verdict_agreement
+
+    said, truth = [], []
+    for x in items:
+        for game, winner, _ in x.get("orders") or []:
+            said.append(None if winner is None else "tie" if winner == "tie" else _SHOWN[(game, winner)])
+            truth.append("A" if game == "intact first" else "B")
+    k = verdict_agreement(said, truth)
+    return {"kappa": k["kappa"], "kappa_ci": k["kappa_ci"], "kappa_strength": k["kappa_strength"],
+            "kappa_games": k["n"]}
+
+
 def sanity_on_run(backend: Backend, inputs: Inputs, matches: Sequence[Match], records: Sequence[Any], mode: str, *,
                   n: int, seed: int = 0, corruptions: Sequence[str] = CORRUPTIONS,
                   log: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
@@ -202,6 +223,8 @@ def sanity_on_run(backend: Backend, inputs: Inputs, matches: Sequence[Match], re
         ok = [v for v in vals if v is not None]
         block = {"pairs": len(sel), "battle": _pref_block(0.0, 0, 0), "rating": _pref_block(0.0, 0, 0)}
         block[part] = _pref_block(sum(ok), len(ok), len(vals) - len(ok))
+        if part == "battle":
+            block[part].update(game_kappa(sel))
         block["rating"].update(mean_drop=None, drop_ci95=None)
         if part == "rating":
             pairs = [x["ratings"]["score"] for x in sel if x["rating"] is not None]
@@ -253,6 +276,12 @@ def report_text(record: dict[str, Any]) -> str:
         drop = f"{_f(blk['rating'].get('mean_drop')):>7}" if part == "rating" else ""
         lines.append(f"{name:<14}{blk['pairs']:>6}{_pct(b['preference']):>16}{_ci(b['ci95']):>15}"
                      f"{b['invalid']:>9}{drop}")
+    k = sanity["pooled"][part].get("kappa") if part == "battle" else None
+    if k is not None:
+        ci = sanity["pooled"][part].get("kappa_ci")
+        lines += textwrap.wrap(f"Cohen's kappa of the winning position against the intact answer's, over "
+                               f"{sanity['pooled'][part].get('kappa_games')} games: {k:.2f}"
+                               + (f" (95% CI {ci[0]:.2f} to {ci[1]:.2f})" if ci else "") + "; 0 is chance", 80)
     lines += [""] + textwrap.wrap(("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
                                   + verdict_detail(record["verdict_text"]), 80, subsequent_indent="  ")
     lines += textwrap.wrap("rule: " + RULES["sanity"], 80, subsequent_indent="  ")
