@@ -110,6 +110,11 @@ def answers_file(root: Path, name: str, ext: str = "jsonl") -> Path:
     return answers_dir(root) / f"{safe_name(name)}.{ext.lstrip('.')}"
 
 
+def labels_file(root: Path) -> Path:
+    """`labels.jsonl`: a person's verdicts on the run's items (`eval.py view`), one JSON line each, appended."""
+    return Path(root) / "labels.jsonl"
+
+
 def layout_of(manifest: Any) -> int:
     """The layout a manifest was written under (1 when it does not say: written before the number was)."""
     value = manifest.get("layout", 1) if isinstance(manifest, dict) else 1
