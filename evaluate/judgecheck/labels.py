@@ -10,7 +10,7 @@ interval beside every trivial rule, and Cohen's kappa (`stats.agreement`) over e
 included, so agreement that the label frequencies alone would give counts for nothing.
 
 A label names its two models as the person saw them; it is matched to the battle of that pair in
-either orientation (verdicts turned round where the battle file holds the pair the other way). The
+either orientation and read in the battle file's (so "A" is one model throughout, as kappa needs). The
 latest label of an item and pair counts (a person may change their mind). Below MIN_LABELS labels with
 a judge verdict there is no verdict: "not checked", with how many more are needed.
 """
@@ -32,8 +32,8 @@ from .rules import RULES
 
 MIN_LABELS = 10  # labels with a judge verdict before agreement, kappa and a verdict are shown
 SWAP = {"A": "B", "B": "A"}
-RULE_WORDS = {"longer": "the longer answer", "shorter": "the shorter answer", "first": "always A",
-              "second": "always B", "tie": "always a tie"}
+RULE_WORDS = {"longer": "the longer answer", "shorter": "the shorter answer", "first": "always A (the battle's model_a)",
+              "second": "always B (the battle's model_b)", "tie": "always a tie"}
 
 
 def latest(labels: Iterable[Label]) -> tuple[list[Label], int]:
@@ -63,14 +63,13 @@ def battle_index(battles: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], 
 
 def judge_verdict(index: Mapping[tuple[str, str], Mapping[tuple[str, str], Mapping[str, Any]]], lab: Label
                   ) -> tuple[str | None, Mapping[str, Any] | None, bool]:
-    """The judge's verdict on a label's item in the label's orientation ("A", "B", "tie", "invalid"), the
-    battle item, and whether the battle holds the pair the other way round; (None, None, False) when the
-    run has no battle verdict on that item."""
+    """The judge's verdict on a label's item as its battle file holds it ("A", "B", "tie", "invalid" for
+    the file's model_a and model_b), the battle item, and whether the file holds the pair the other way
+    round from the label; (None, None, False) when the run has no battle verdict on that item."""
     for pair, swapped in (((lab.model_a, lab.model_b), False), ((lab.model_b, lab.model_a), True)):
         item = (index.get(pair) or {}).get((lab.id, lab.category))
         if item is not None:
-            v = str(item.get("verdict") or "invalid")
-            return (SWAP.get(v, v) if swapped else v), item, swapped
+            return str(item.get("verdict") or "invalid"), item, swapped
     return None, None, False
 
 
@@ -92,35 +91,34 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
     kept, replaced = latest(labels)
     index = battle_index(battles)
     matched, no_battle = [], 0
-    for lab in kept:
+    for lab in kept:  # every verdict in the orientation of the battle file: "A" is always the same model
         verdict, item, swapped = judge_verdict(index, lab)
         if verdict is None:
             no_battle += 1
             continue
-        la = len(outputs.get((lab.model_a, lab.id, lab.category), ""))
-        lb = len(outputs.get((lab.model_b, lab.id, lab.category), ""))
-        matched.append({"label": lab, "judge": verdict, "item": item, "swapped": swapped, "lengths": (la, lb)})
+        a, b = (lab.model_b, lab.model_a) if swapped else (lab.model_a, lab.model_b)
+        lengths = (len(outputs.get((a, lab.id, lab.category), "")), len(outputs.get((b, lab.id, lab.category), "")))
+        truth = SWAP.get(lab.verdict, lab.verdict) if swapped else lab.verdict
+        matched.append({"label": lab, "truth": truth, "judge": verdict, "item": item, "lengths": lengths,
+                        "pair": (a, b)})
     valid = [m for m in matched if m["judge"] in ("A", "B", "tie")]
-    decided = [m for m in valid if m["label"].verdict in ("A", "B")]
-    label_ties = sum(m["label"].verdict == "tie" for m in valid)
-    right = sum(m["judge"] == m["label"].verdict for m in decided)
+    decided = [m for m in valid if m["truth"] in ("A", "B")]
+    label_ties = sum(m["truth"] == "tie" for m in valid)
+    right = sum(m["judge"] == m["truth"] for m in decided)
     judge_ties = sum(m["judge"] == "tie" for m in decided)
     n = len(decided)
     k = right + 0.5 * judge_ties
     accuracy = round(k / n, 4) if n else None
     rows = [{"response_a": "x" * m["lengths"][0], "response_b": "x" * m["lengths"][1],
-             "label": m["label"].verdict.lower()} for m in decided]
+             "label": m["truth"].lower()} for m in decided]
     base = baselines(rows, ties_labelled=label_ties > 0)
-    truth = [m["label"].verdict for m in valid]
+    truth = [m["truth"] for m in valid]
     kappa = cohen_kappa_interval(truth, [m["judge"] for m in valid])
     for name, b in base.items():
         b["kappa"] = cohen_kappa(truth, [RULE_PREDICT[name](*m["lengths"]) for m in valid])
     # the biases on the labelled items, each in its battle's own orientation (ids made unique across pairs)
-    items, lengths = [], {}
-    for i, m in enumerate(matched):
-        items.append({**m["item"], "id": str(i)})
-        la, lb = m["lengths"]
-        lengths[str(i)] = (lb, la) if m["swapped"] else (la, lb)
+    items = [{**m["item"], "id": str(i)} for i, m in enumerate(matched)]
+    lengths = {str(i): m["lengths"] for i, m in enumerate(matched)}
     bias = judge_bias(items, lengths)
     decided_rules = decide(k, n, accuracy, base, bias, valid=len(valid), total=len(matched))
     record: dict[str, Any] = {
@@ -139,8 +137,8 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
         "position": {"flip_rate": bias["flip_rate"], "p_first": bias["first_position_wins"]},
         "p_longer": bias["longer_wins"], "invalid_rate": bias["invalid_rate"],
         "rule": RULES["labelled"], "min_labels": MIN_LABELS,
-        "items": [{"id": m["label"].id, "category": m["label"].category, "model_a": m["label"].model_a,
-                   "model_b": m["label"].model_b, "label": m["label"].verdict, "judge": m["judge"]} for m in matched],
+        "items": [{"id": m["label"].id, "category": m["label"].category, "model_a": m["pair"][0],
+                   "model_b": m["pair"][1], "label": m["truth"], "judge": m["judge"]} for m in matched],
     }
     record.update({k2: decided_rules[k2] for k2 in ("beats_length_baseline", "best_trivial_rule",
                                                     "beats_trivial_rules", "decides_by_position")})
