@@ -1,6 +1,7 @@
 """Save paths for the viewer's tests, made by the real pipeline (`eval.py --config ...` in process):
 
-- `battle_run`: three models (one named with markup, one answering with markup) on the English
+- `battle_run`: three models (one named with markup, one answering with markup, or on rewriting with
+  model_b's answers with one word changed) on the English
   example, Metrics and GPT ratings and battles in both orders against the fake OpenAI-compatible
   judge (tests/fake_openai_server.py), which prefers model_a, except on closed_qa where it prefers
   whichever answer it is shown first (the verdict flips with the order), and which answers markup
@@ -88,6 +89,8 @@ def battle_run(tmp: Path, server, folder: str = "battle") -> Path:
     for i, r in enumerate(hostile):
         if r["category"] in ("classification", "closed_qa"):
             r["output"] = HOSTILE[i % len(HOSTILE)] + " " + r["output"]
+        elif r["category"] == "rewriting":  # near-identical to model_b's: one word changed
+            r["output"] = r["output"].replace(" the ", " thy ", 1)
     answers = [{"name": "model_a", "path": str(EN / "answers_model_a.json")},
                {"name": "model_b", "path": str(EN / "answers_model_b.json")},
                {"name": HOSTILE_MODEL, "path": str(_write(tmp / "answers_hostile.json", hostile))}]

@@ -78,10 +78,9 @@ class Catalog:
             mark = data.change_mark(path)
             cached = self._headers.get(path)
             if cached is None or cached[0] != mark:
-                header = data.read_header(path)
-                bad = data.links_out(path, self.roots)
-                if bad:
-                    header.problems.insert(0, "not read: links leading out of the folders given: " + ", ".join(bad))
+                bad = data.links_out(path, self.roots)  # checked before anything of it is read
+                header = (data.Header(path=path, problems=["not read: links leading out of the folders given: "
+                                                           + ", ".join(bad)]) if bad else data.read_header(path))
                 self._headers[path] = (mark, header)
             headers.append(self._headers[path][1])
         with self._lock:
