@@ -217,3 +217,19 @@ def start_view(*folders: Path, extra: tuple[str, ...] = ()) -> View:
         proc.kill()
         raise AssertionError(f"no address line: {line!r} {proc.stderr.read()[-2000:]}")
     return View(proc, m.group(1), m.group(2))
+
+
+def browser_world(tmp: Path) -> dict[str, Any]:
+    """What the browser tests open: root/ with the battle run, three nightly runs and a run in a folder
+    named with markup (markup in a question and a reference too)."""
+    try:
+        from tests.fake_openai_server import FakeOpenAIServer
+    except ImportError:
+        from fake_openai_server import FakeOpenAIServer
+    root = tmp / "root"
+    root.mkdir()
+    with FakeOpenAIServer() as server:
+        battle = battle_run(root, server)
+    nights = trend_runs(root)
+    hostile = hostile_text_run(root)
+    return {"root": root, "battle": battle, "nights": nights, "hostile": hostile}

@@ -110,7 +110,7 @@ class Header:
 
 def read_header(save_path: Path) -> Header:
     """The header of one save path: manifest.json (models, plan, status, times, judge and its check),
-    else the result files (a save path of models run one at a time with no manifest yet)."""
+    else the names of its result files (a save path with no manifest yet): never a result file's content."""
     h = Header(path=save_path)
     try:
         h.modified = max(p.stat().st_mtime for p in (save_path, layout.results_dir(save_path)) if p.exists())
@@ -137,13 +137,9 @@ def read_header(save_path: Path) -> Header:
         check = manifest.get("judge_check")
         if isinstance(check, dict):
             h.trust = {"trustworthy": check.get("trustworthy"), "verdict": check.get("verdict")}
-    if not h.models:
-        files = read.read_results(save_path)
-        h.problems += [str(u) for u in files.unreadable]
-        h.models = [str(d.get("model")) for _, d in files.found]
-        cats = {str(it.get("category", "")) for _, d in files.found for it in d.get("items", [])}
-        h.categories = sorted(cats)
-        h.items = max((len(d.get("items", [])) for _, d in files.found), default=None)
+    if not h.models:  # no manifest yet (a run in progress, models run one at a time): the result files' names,
+        folder = layout.results_dir(save_path)  # not their content, which may be large
+        h.models = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
     if h.trust is None:
         check = read.read_judge_check(save_path, h.problems)
         if check:

@@ -130,6 +130,8 @@ class _Handler(BaseHTTPRequestHandler):
             if method == "GET" and url.path in ASSETS:
                 name, ctype = ASSETS[url.path]
                 return self._send(200, (STATIC / name).read_bytes(), ctype)
+            if url.path == "/favicon.ico":  # none: an answer, so the browser's console stays clean
+                return self._send(204, b"", "image/x-icon")
             if not url.path.startswith("/api/"):
                 return self._error(404, "not found")
             if not self._token_ok(method, query):

@@ -394,9 +394,9 @@
     };
     var ctl = function (label, node, name) {
       node.setAttribute("data-f", name); node.id = "f-" + name;
-      node.addEventListener(node.tagName === "INPUT" && node.type !== "checkbox" ? "input" : "change", function () {
-        clearTimeout(update.timer); update.timer = setTimeout(update, node.type === "search" || node.type === "number" ? 250 : 0);
-      });
+      var fire = function (delay) { clearTimeout(update.timer); update.timer = setTimeout(update, delay); };
+      if (node.tagName === "INPUT" && node.type !== "checkbox") node.addEventListener("input", function () { fire(250); });  // a typing pause
+      node.addEventListener("change", function () { fire(0); });  // a choice, Enter, or leaving the box: at once
       var l = el("label", node.type === "search" ? "grow" : null);
       if (node.type === "checkbox") add(l, node, " " + label); else add(l, label + " ", node);
       return l;
@@ -479,6 +479,7 @@
       next.addEventListener("click", function () { go(page + 1); });
       add(box, add(el("div", "pager"), prev, next, el("span", "muted", "shown in " + Math.round(performance.now() - t0) + " ms")));
       box.setAttribute("data-ready", String(Date.now()));
+      box.setAttribute("data-ms", String(Math.round(performance.now())));  // since the page's navigation began
       listKeys(rows, function (i) { location.hash = itemHash(rid, d.rows[i].id, params); }, {
         next: page + 1 < pages ? function () { go(page + 1); } : null, prev: page > 0 ? function () { go(page - 1); } : null });
     });
