@@ -122,6 +122,13 @@ def test_label_items_from_the_keyboard_reload_and_they_are_there(driver, world):
     assert {d["id"]: d["verdict"] for d in on_disk} == said
     assert all(d["model_a"] == "model_a" and d["model_b"] == "model_b" and d["category"] for d in on_disk)
     inert(driver)
+    with open(world["nights"][0] / "labels.jsonl", "a", encoding="utf-8") as fh:  # a hand edit gone wrong
+        fh.write('{"id": "1", "verdict": "maybe"}\n')
+    driver.refresh()
+    list_ready(driver)
+    panel = driver.execute_script("return document.getElementById('labels-panel').textContent")
+    assert f"{world['nights'][0] / 'labels.jsonl'} line 4: not a label" in panel and "skipped" in panel
+    assert driver.execute_script("return document.querySelector('#labels-panel .label-count').textContent") == "3"
 
 
 def test_filter_and_search(driver, world):

@@ -43,6 +43,7 @@ def world(tmp_path_factory):
     with FakeOpenAIServer() as server:
         battle = vf.battle_run(root, server)
     vf.trend_runs(root)
+    vf.single_run(root)
     outside = tmp / "outside"
     (outside / "results").mkdir(parents=True)
     (outside / "results" / "model_a.json").write_text(json.dumps({"model": "model_a", "items": [
@@ -285,6 +286,17 @@ def test_an_item_whole(world):
     assert status == 404
     status, _, _ = view.get(f"/api/item?run={quote(rid, safe='')}&id=9&pair=0,9")
     assert status == 400
+
+
+def test_a_run_of_one_model(world):
+    view = world["view"]
+    rid, info = run_info(view, "solo")
+    assert info["models"] == ["model_a"] and info["items"] == 5 and info["headline"]["pairs"] == []
+    listed = items(view, rid)
+    assert listed["total"] == 5 and all(r["v"] is None and not r["f"] and not r["d"] for r in listed["rows"])
+    d = view.json(f"/api/item?run={quote(rid, safe='')}&id={listed['ids'][0]}")
+    assert d["battle"] is None and d["diff"] is None and d["judge"] is None
+    assert view.json(f"/api/labels?run={quote(rid, safe='')}")["battles"] is False
 
 
 # ---------------------------------------------------------------------------------------------- runs over time

@@ -132,6 +132,15 @@ def hostile_text_run(tmp: Path, folder: str = HOSTILE_FOLDER) -> Path:
     return tmp / folder
 
 
+def single_run(tmp: Path, folder: str = "solo") -> Path:
+    """One model, Metrics only: a run with no pair."""
+    cfg = {"language": "en", "save_path": str(tmp / folder), "target_file": str(EN / "targets.json"),
+           "answers": [{"name": "model_a", "path": str(EN / "answers_model_a.json")}],
+           "category": {"closed_qa": {"Metrics": ["ROUGE"]}, "open_qa": {"Metrics": ["Distinct"]}}}
+    _run(cfg, tmp / "solo.json")
+    return tmp / folder
+
+
 def trend_runs(tmp: Path, parent: str = "nightly") -> list[Path]:
     """Three runs of model_a and model_b, Metrics only: model_b as given, then answering as model_a
     does (better), then cut to its first three words (worse)."""

@@ -137,6 +137,8 @@ class RunView:
     # --- the judge on a pair ----------------------------------------------------------------------
     def battle_item(self, entry: Entry, pair: tuple[int, int]) -> tuple[dict[str, Any] | None, bool]:
         """The battle item of the pair on this entry, and whether the file holds the pair swapped."""
+        if pair[0] == pair[1]:  # a run of one model: no pair
+            return None, False
         a, b = self.models[pair[0]], self.models[pair[1]]
         key = (entry.id, entry.category)
         if (a, b) in self.battles:
@@ -155,7 +157,7 @@ class RunView:
 
     def _direction(self, entry: Entry, pair: tuple[int, int], family: str) -> str | None:
         ia, ib = entry.items[pair[0]], entry.items[pair[1]]
-        if ia is None or ib is None:
+        if ia is None or ib is None or pair[0] == pair[1]:
             return None
         sa, sb = ia.get("scores") or {}, ib.get("scores") or {}
         common = [k for k in sa if k in sb and finite(sa[k]) and finite(sb[k]) and "@" not in k]
@@ -276,7 +278,8 @@ class RunView:
                 "scales": {k: self.scales.get(k) for k in self.keys},
                 "battle": battle, "judge": verdict, "judge_source": source,
                 "flipped": self.flipped(e, pair), "disagree": self.disagrees(e, pair),
-                "diff": word_diff(str(ia.get("output") or ""), str(ib.get("output") or "")) if ia and ib else None,
+                "diff": (word_diff(str(ia.get("output") or ""), str(ib.get("output") or ""))
+                         if ia and ib and pair[0] != pair[1] else None),
                 "labels": [{**lab.to_dict(), "verdict_here": label_in_pair(lab, a)} for lab in history]}
 
 

@@ -453,7 +453,9 @@
       add(box, el("p", "count", d.total + " of " + info.items + " items" + (d.total > PER_PAGE ? " · page " + (page + 1) + " of " + pages : "")));
       var head = ["id", "category", "question"];
       info.models.forEach(function (m) { head.push(el("th", "num", m)); });
-      head.push("judge (" + info.models[pair[0]] + " vs " + info.models[pair[1]] + ")", "", "your label");
+      var paired = info.models.length > 1;
+      if (paired) head.push("judge (" + info.models[pair[0]] + " vs " + info.models[pair[1]] + ")", "", "your label");
+      else head.push("");
       var t = table(head, "list items");
       var rows = [];
       d.rows.forEach(function (it) {
@@ -461,10 +463,11 @@
         if (it.f) marks.push("⇄ flips");
         if (it.d) marks.push("≠ metrics");
         if (it.x) marks.push("! invalid");
-        var cells = [td(it.id), td(it.c), td(it.q, "q")];
+        var cells = [td(it.id), td(it.c), td(it.q, "qx")];
         it.s.forEach(function (s) { cells.push(td(fmt(s), "num")); });
-        cells.push(td(verdictText(it.v, info.models, pair) + (it.vs === "rating" && it.v ? " (rating)" : "")), td(marks.join(" "), "inv"),
-                   td(it.l ? verdictText(it.l, info.models, pair) : ""));
+        if (paired) cells.push(td(verdictText(it.v, info.models, pair) + (it.vs === "rating" && it.v ? " (rating)" : "")), td(marks.join(" "), "inv marks"),
+                               td(it.l ? verdictText(it.l, info.models, pair) : ""));
+        else cells.push(td(marks.join(" "), "inv marks"));
         var tr = row(cells);
         tr.setAttribute("data-id", it.id);
         tr.addEventListener("click", function () { location.hash = itemHash(rid, it.id, params); });
@@ -547,10 +550,12 @@
     if (it.input) add(sec, el("h3", null, "Input"), el("div", "txt input", it.input));
     if (it.targets.length) { add(sec, el("h3", null, "Reference" + (it.targets.length > 1 ? "s" : ""))); it.targets.forEach(function (t) { add(sec, el("div", "txt reference", t)); }); }
     // the labels first: the person reads, then says
-    var lbar = labelBar(rid, info, it, pair);
+    var paired = info.models.length > 1;
+    var lbar = paired ? labelBar(rid, info, it, pair) : null;
     add(sec, lbar);
-    var side = el("div", "side answers");
-    [[A, "m1", it.diff ? it.diff.a : null], [B, "m2", it.diff ? it.diff.b : null]].forEach(function (x, k) {
+    var side = el("div", paired ? "side answers" : "answers");
+    var shown = paired ? [[A, "m1", it.diff ? it.diff.a : null], [B, "m2", it.diff ? it.diff.b : null]] : [[A, "m1", null]];
+    shown.forEach(function (x, k) {
       var m = x[0], box = add(el("div"), el("h3", x[1], (k ? "B: " : "A: ") + m.name));
       if (m.missing) add(box, el("p", "muted", "no answer of this model for this item"));
       else if (m.turns && m.turns.length) m.turns.forEach(function (t, i) { add(box, el("div", "muted", "turn " + (i + 1) + ": " + t.user), el("div", "txt answer", t.assistant)); });
@@ -580,7 +585,7 @@
     });
     add(sec, el("h3", null, "Scores"), add(el("div", "scroll"), st.table));
     // the judge in both orders
-    var j = add(el("div", "judge"), el("h3", null, "The judge on " + A.name + " vs " + B.name));
+    var j = add(el("div", "judge"), el("h3", null, paired ? "The judge on " + A.name + " vs " + B.name : "The judge"));
     if (it.battle) {
       var bt = it.battle;
       add(j, el("p", "verdict", "Verdict (both orders): " + verdictText(bt.verdict, info.models, pair) +
@@ -596,7 +601,7 @@
       });
     } else if (it.judge) {
       add(j, el("p", null, "No battle of this pair; the judge's headline rating favours " + verdictText(it.judge, info.models, pair) + "."));
-    } else add(j, el("p", "muted", "No judge verdict on this pair."));
+    } else add(j, el("p", "muted", paired ? "No judge verdict on this pair." : "One model: no pair to judge."));
     add(sec, j);
     // invalid replies with their reasons, and the details of each score
     var inv = el("div", "invalids");
@@ -622,7 +627,7 @@
       if (k === "j") { step(1); return true; }
       if (k === "k") { step(-1); return true; }
       if (k === "Escape") { back(); return true; }
-      if (k === "a" || k === "b" || k === "t") { lbar.labelWith({ a: "A", b: "B", t: "tie" }[k]); return true; }
+      if (lbar && (k === "a" || k === "b" || k === "t")) { lbar.labelWith({ a: "A", b: "B", t: "tie" }[k]); return true; }
       return false;
     };
   }
@@ -697,7 +702,7 @@
           var word = function (w) { return w === "A" ? v.pair[0] : w === "B" ? v.pair[1] : w || "–"; };
           add(vs, el("div", null, v.pair[0] + " vs " + v.pair[1] + ": " + word(v.a) + " → " + word(v.b)));
         });
-        var tr = row([links, td(x.c), td(x.q, "q"), td(fmt(x.change), "num"), sc, vs]);
+        var tr = row([links, td(x.c), td(x.q, "qx"), td(fmt(x.change), "num"), sc, vs]);
         tr.setAttribute("data-id", x.id);
         ct.body.appendChild(tr);
       });
