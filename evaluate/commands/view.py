@@ -42,15 +42,15 @@ def main(argv: list[str]) -> int:
                          "--port 0 takes any free port") from None
     shown = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{shown}:{app.port}/?token={app.token}"
-    runs = catalog.scan()
-    print(f"view: {url}", flush=True)
-    print(f"{len(runs)} runs under {', '.join(str(f) for f in catalog.folders)}; Ctrl-C stops the viewer",
-          file=sys.stderr, flush=True)
-    if not args.no_browser:
-        import webbrowser
+    try:  # Ctrl-C at any moment from here stops the server quietly
+        runs = catalog.scan()
+        print(f"view: {url}", flush=True)
+        print(f"{len(runs)} runs under {', '.join(str(f) for f in catalog.folders)}; Ctrl-C stops the viewer",
+              file=sys.stderr, flush=True)
+        if not args.no_browser:
+            import webbrowser
 
-        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    try:
+            threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         print("view: stopped", file=sys.stderr)

@@ -144,7 +144,8 @@ def read_header(save_path: Path) -> Header:
         check = read.read_judge_check(save_path, h.problems)
         if check:
             h.trust = {"trustworthy": check.get("trustworthy"), "verdict": check.get("verdict_text")}
-    h.battles = bool(read.battle_files(save_path, [])) if layout.battles_dir(save_path).is_dir() else False
+    folder = layout.battles_dir(save_path)  # whether there are battles: their names, not their content
+    h.battles = folder.is_dir() and any(folder.glob("*__vs__*.json"))
     h.labels = len(read_labels(save_path).labels) if layout.labels_file(save_path).is_file() else 0
     return h
 
