@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pytest
 
@@ -177,7 +177,7 @@ def test_open_an_item_by_its_link_and_step_with_j_and_k(driver, world):
     assert driver.execute_script("return document.querySelectorAll('.order pre.raw').length") == 2  # both orders' replies
     assert "flips with the order" in driver.execute_script("return document.querySelector('.judge .verdict').textContent")
     permalink = driver.execute_script("return document.querySelector('a.permalink').getAttribute('href')")
-    assert permalink == link
+    assert unquote(permalink) == unquote(link)
     key(driver, "k")
     wait(driver, "var s = document.getElementById('item'); return s && s.getAttribute('data-id') === '8';")
     key(driver, "j")

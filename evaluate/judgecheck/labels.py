@@ -32,8 +32,9 @@ from .rules import RULES
 
 MIN_LABELS = 10  # labels with a judge verdict before agreement, kappa and a verdict are shown
 SWAP = {"A": "B", "B": "A"}
-RULE_WORDS = {"longer": "the longer answer", "shorter": "the shorter answer", "first": "always A (the battle's model_a)",
-              "second": "always B (the battle's model_b)", "tie": "always a tie"}
+RULE_WORDS = {"longer": "the longer answer", "shorter": "the shorter answer",
+              "first": "always A (the battle's model_a)", "second": "always B (the battle's model_b)",
+              "tie": "always a tie"}
 
 
 def latest(labels: Iterable[Label]) -> tuple[list[Label], int]:
@@ -49,9 +50,12 @@ def latest(labels: Iterable[Label]) -> tuple[list[Label], int]:
     return list(last.values()), total - len(last)
 
 
-def battle_index(battles: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[tuple[str, str], Mapping[str, Any]]]:
+BattleIndex = dict[tuple[str, str], dict[tuple[str, str], Mapping[str, Any]]]
+
+
+def battle_index(battles: Iterable[Mapping[str, Any]]) -> BattleIndex:
     """(model_a, model_b) of each battle file -> (item id, category) -> its item."""
-    out: dict[tuple[str, str], dict[tuple[str, str], Mapping[str, Any]]] = {}
+    out: BattleIndex = {}
     for bt in battles:
         s = bt.get("summary") or {}
         if not s.get("model_a") or not s.get("model_b"):
@@ -61,8 +65,7 @@ def battle_index(battles: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], 
     return out
 
 
-def judge_verdict(index: Mapping[tuple[str, str], Mapping[tuple[str, str], Mapping[str, Any]]], lab: Label
-                  ) -> tuple[str | None, Mapping[str, Any] | None, bool]:
+def judge_verdict(index: BattleIndex, lab: Label) -> tuple[str | None, Mapping[str, Any] | None, bool]:
     """The judge's verdict on a label's item as its battle file holds it ("A", "B", "tie", "invalid" for
     the file's model_a and model_b), the battle item, and whether the file holds the pair the other way
     round from the label; (None, None, False) when the run has no battle verdict on that item."""

@@ -129,7 +129,8 @@ def read_header(save_path: Path) -> Header:
         counts = plan.get("items") or {}
         h.categories = sorted(plan.get("categories") or {c for per in counts.values() if isinstance(per, dict)
                                                           for c in per})
-        totals = [sum(v for v in per.values() if isinstance(v, int)) for per in counts.values() if isinstance(per, dict)]
+        totals = [sum(v for v in per.values() if isinstance(v, int))
+                  for per in counts.values() if isinstance(per, dict)]
         h.items = max(totals) if totals else None
         judge = (manifest.get("config") or {}).get("judge")
         if isinstance(judge, dict) and "GPT" in (plan.get("families") or []):

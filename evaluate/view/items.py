@@ -252,7 +252,8 @@ class RunView:
             if it is None:
                 models.append({"name": self.models[mi], "missing": True})
                 continue
-            invalid = {k: (v if isinstance(v, dict) else {"reason": str(v)}) for k, v in (it.get("invalid") or {}).items()}
+            invalid = {k: (v if isinstance(v, dict) else {"reason": str(v)})
+                       for k, v in (it.get("invalid") or {}).items()}
             models.append({"name": self.models[mi], "output": str(it.get("output") or ""),
                            "scores": {k: v for k, v in (it.get("scores") or {}).items()},
                            "invalid": {k: {"reason": str(v.get("reason", "")), "raw": str(v.get("raw", ""))}
@@ -264,17 +265,18 @@ class RunView:
         item, swapped = self.battle_item(e, pair)
         battle = None
         if item is not None:
-            battle = {"verdict": _turn(item.get("verdict"), swapped), "weighted": _turn(item.get("weighted_verdict"), swapped),
+            battle = {"verdict": _turn(item.get("verdict"), swapped),
+                      "weighted": _turn(item.get("weighted_verdict"), swapped),
                       "flipped": bool(item.get("flipped")), "inconsistent": bool(item.get("inconsistent")),
                       "stored_as": f"{b} vs {a}" if swapped else f"{a} vs {b}",
                       "orders": [_order(o, swapped, a, b) for o in item.get("orders", [])]}
         ia, ib = e.items[pair[0]], e.items[pair[1]]
         verdict, source = self.judge(e, pair)
+        keys = [k for k in self.keys if any(k in (m.get("scores") or {}) or k in (m.get("invalid") or {})
+                                            for m in models)]
         return {"id": e.id, "category": e.category, "question": str(first.get("instruction") or ""),
                 "input": str(first.get("input") or ""), "targets": [str(t) for t in first.get("targets") or []],
-                "models": models, "pair": list(pair), "keys": [k for k in self.keys
-                                                               if any(k in (m.get("scores") or {}) or k in (m.get("invalid") or {})
-                                                                      for m in models)],
+                "models": models, "pair": list(pair), "keys": keys,
                 "scales": {k: self.scales.get(k) for k in self.keys},
                 "battle": battle, "judge": verdict, "judge_source": source,
                 "flipped": self.flipped(e, pair), "disagree": self.disagrees(e, pair),

@@ -87,7 +87,8 @@ def trend_groups(headers: Iterable[Any], compare: Callable[[Any, Any], list[dict
                         s["values"][i] = r.get("mean_a")
                     s["values"][i + 1] = r.get("mean_b")
                     s["steps"][i] = step(r, name(ha), name(hb), model)
-        out.append({"models": list(models), "categories": list(categories), "runs": [{"rid": rid(h), "name": name(h), "time": when(h)} for h in runs],
+        out.append({"models": list(models), "categories": list(categories),
+                    "runs": [{"rid": rid(h), "name": name(h), "time": when(h)} for h in runs],
                     "series": sorted(series.values(), key=lambda s: (s["model"], s["score"])), "errors": errors})
     return out
 
