@@ -133,7 +133,8 @@ def test_label_items_from_the_keyboard_reload_and_they_are_there(driver, world):
 
 def test_filter_and_search(driver, world):
     r = rid(world, "battle")
-    open_hash(driver, world, f"#/run/{quote(r, safe='')}")
+    models = world["view"].json(f"/api/run?run={quote(r, safe='')}")["models"]
+    open_hash(driver, world, f"#/run/{quote(r, safe='')}?pair={models.index('model_a')},{models.index('model_b')}")
     list_ready(driver)
     total = driver.execute_script("return document.querySelectorAll('#list tr[data-id]').length")
     from selenium.webdriver.common.by import By
