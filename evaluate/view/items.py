@@ -40,7 +40,6 @@ class Entry:
     id: str
     category: str
     items: list[dict[str, Any] | None]
-    hay: str | None = None  # lowercased text for the search box, made on the first search
 
     def first(self) -> dict[str, Any]:
         return next(it for it in self.items if it is not None)
@@ -185,19 +184,27 @@ class RunView:
                               or any(o.get("verdict") == "invalid" for o in item.get("orders", []))))
 
     # --- the list ---------------------------------------------------------------------------------
-    def haystack(self, entry: Entry) -> str:
-        if entry.hay is None:
-            parts = [entry.id, entry.category]
-            for it in entry.items:
-                if it is None:
-                    continue
-                parts += [str(it.get("instruction") or ""), str(it.get("input") or ""), str(it.get("output") or "")]
-                parts += [str(t) for t in it.get("targets") or []]
-                for t in it.get("turns") or []:
-                    if isinstance(t, dict):
-                        parts += [str(t.get("user") or ""), str(t.get("assistant") or "")]
-            entry.hay = "\n".join(parts).lower()
-        return entry.hay
+    @staticmethod
+    def matches(entry: Entry, query: str) -> bool:
+        """Whether the lowercased `query` is in the item's id, category or any of its texts. Each text is
+        lowercased as it is searched, not kept lowercased beside the original: on 10,000 items x 3 models
+        that copy would be some 27 MB of the server's memory, for a search about 70 ms faster."""
+        if query in entry.id.lower() or query in entry.category.lower():
+            return True
+        for it in entry.items:
+            if it is None:
+                continue
+            for key in ("instruction", "input", "output"):
+                text = it.get(key)
+                if text and query in str(text).lower():
+                    return True
+            for t in it.get("targets") or []:
+                if query in str(t).lower():
+                    return True
+            for t in it.get("turns") or []:
+                if isinstance(t, dict) and any(query in str(t.get(k) or "").lower() for k in ("user", "assistant")):
+                    return True
+        return False
 
     def select(self, f: Filters, labels: Mapping[tuple[str, str, frozenset[str]], Label]) -> list[Entry]:
         """The entries the filters keep, in the run's order."""
@@ -219,7 +226,7 @@ class RunView:
                 has = label_key(e.id, e.category, a, b) in labels
                 if has != (f.labelled == "yes"):
                     continue
-            if query and query not in self.haystack(e):
+            if query and not self.matches(e, query):
                 continue
             out.append(e)
         return out
