@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("evaluate.commands.report", "write the HTML report of a save path"),
     "summary": ("evaluate.commands.summary", "print the closing lines of an earlier run"),
     "compare": ("evaluate.commands.compare", "compare two runs of the same models on the same items"),
+    "view": ("evaluate.commands.view", "a local web app over save paths: runs, items, two runs, labels"),
     "prompts": ("evaluate.commands.prompts", "list the GPT metrics an evaluation prompt file defines"),
     "merge": ("evaluate.commands.merge", "join the save paths of sharded runs (--shard I/N)"),
     "meta-eval": ("evaluate.commands.metaeval", "how well an evaluator agrees with human labels"),

@@ -583,10 +583,12 @@ def test_the_run_log_reads_whole_or_as_its_header_and_refuses_a_newer_layout(tmp
     assert set(log.scored_categories) < set(log.categories)  # the items of every category are read, scored or not
     assert len(log.scores()) == sum(len(it["scores"]) for r in files.values() for it in r["items"])
     # labels: one person's verdict a line; a line cut short is named and left out, the others read
-    (out / "labels.jsonl").write_text('{"id": "1", "label": "a"}\n{"id": "2", "lab\n{"id": "3", "label": "tie"}\n')
+    label = '"category": "c", "model_a": "model_a", "model_b": "model_b"'
+    (out / "labels.jsonl").write_text(f'{{"id": "1", "verdict": "A", {label}}}\n{{"id": "2", "verd\n'
+                                      f'{{"id": "3", "verdict": "tie", {label}}}\n')
     log = RunLog.read(out)
-    assert [x["id"] for x in log.labels] == ["1", "3"]
-    assert [p for p in log.problems if "labels.jsonl: line 2: not JSON" in p]
+    assert [(x.id, x.verdict) for x in log.labels] == [("1", "A"), ("3", "tie")]
+    assert [p for p in log.problems if "labels.jsonl line 2" in p]
     # a newer layout: refused by the header alone, before anything else is read
     manifest["layout"] = LAYOUT_VERSION + 1
     (out / "manifest.json").write_text(json.dumps(manifest))

@@ -13,7 +13,7 @@ import pytest
 from evaluate.stats import bootstrap_mean_ci, score_scale, wilson_interval
 from evaluate.stats.battle import (battle_analysis, bradley_terry, judge_bias, length_controlled_win_rate,
                                    style_features)
-from evaluate.stats.paired import mde, sign_flip_p
+from evaluate.stats.paired import detectability, mde, min_attainable_p, sign_flip_p
 
 
 # --- intervals ----------------------------------------------------------------------------------
@@ -71,6 +71,14 @@ def test_mde_by_hand():
     # d = [1, 2, 3, 4]: sd = sqrt(5/3) = 1.290994; (z_.975 + z_.8) = 1.959964 + 0.841621 = 2.801585
     assert mde(math.sqrt(5 / 3), 4) == pytest.approx(2.801585 * 1.290994 / 2, rel=1e-5)
     assert mde(1.0, 1) is None and mde(0.0, 10) is None
+
+
+def test_what_many_differences_can_detect():
+    # 2 / 2^k by hand for small k; above k = 1024, 2 / 2^k overflowed a float (a run of 10,000 items crashed)
+    assert min_attainable_p(3) == 0.25 and min_attainable_p(0) == 1.0
+    assert min_attainable_p(5000) == 0.0
+    rng = np.random.default_rng(0)
+    assert detectability(rng.normal(0.1, 1.0, 10_000)).startswith("n = 10000 detects |A − B| of about 0.028")
 
 
 def test_score_scale():

@@ -1,5 +1,7 @@
 """`eval.py judge-check --config CFG [--data FILE.jsonl] [--limit N] [--seed S]`: can I trust this
-judge on this kind of data? (evaluate/judgecheck says how it decides)."""
+judge on this kind of data? (evaluate/judgecheck says how it decides). `eval.py judge-check --labels
+SAVE_PATH`: the judge's battle verdicts already in a run against a person's labels from `eval.py view`
+(evaluate/judgecheck/labels.py), asking the judge nothing."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ def main(argv: list[str]) -> int:
     from ..pipeline.config import load_config
 
     p = argparse.ArgumentParser(prog="eval.py judge-check", description="Can I trust this judge on this kind of data? With --data: agreement with human labels; without: sanity pairs of the run's own records.")
-    p.add_argument("--config", required=True, help="the run config whose judge and prompts to check")
+    p.add_argument("--config", help="the run config whose judge and prompts to check")
+    p.add_argument("--labels", metavar="SAVE_PATH", help="instead: the judge's battle verdicts already in this run "
+                   "against the labels a person gave in `eval.py view` (labels.jsonl); no judge request")
     p.add_argument("--data", help="a pairwise file with human labels (instruction, input, response_a, response_b, "
                                   "label a/b/tie); without it, the label-free check on the config's own records")
     p.add_argument("--limit", type=int, help="labels: a seeded random N of the decided pairs; without labels: "
@@ -22,6 +26,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", help="also write the full record (JSON) here")
     args = p.parse_args(argv)
+    if args.labels is not None:
+        return labels_main(args)
+    if args.config is None:
+        raise InputError("judge-check: give --config CFG (check the config's judge) or --labels SAVE_PATH (check the "
+                         "judge's verdicts in a run against your labels)")
     if args.limit is not None and args.limit < 1:
         raise InputError(f"--limit: expected a positive integer, got {args.limit}")
     cfg = load_config(Path(args.config))
@@ -33,4 +42,24 @@ def main(argv: list[str]) -> int:
                      output=Path(args.output) if args.output else None)
     finally:
         judges.close()
+    return 0
+
+
+def labels_main(args) -> int:
+    """`--labels SAVE_PATH`: print the check on the person's labels; --output writes its record."""
+    import sys
+
+    from ..judgecheck.labels import check_labels, format_labels_report
+    from ..savepath.write import write_json
+
+    given = [f"--{name}" for name in ("config", "data", "limit") if getattr(args, name) is not None]
+    if given:
+        raise InputError(f"--labels reads the judge's verdicts already in the run and asks no judge; "
+                         f"{', '.join(given)} does not apply")
+    record, found = check_labels(Path(args.labels))
+    for problem in found.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    print(format_labels_report(record), flush=True)
+    if args.output:
+        write_json(Path(args.output), record)
     return 0

@@ -90,6 +90,38 @@ def best_rule(base: dict[str, Any]) -> tuple[str, float | None]:
     return max(scored, key=lambda kv: kv[1])
 
 
+def decide(k: float, n: int, accuracy: float | None, base: dict[str, Any], bias: dict[str, Any], *, valid: int,
+           total: int, chance: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The verdict rules of a check with labels (RULES["labelled"]), in one place for the check on a
+    pairwise file and `judge-check --labels` on a run's own battles: `k` agreeing verdicts (a judge tie
+    counts half) of `n`, the trivial rules' accuracies `base`, the judge's biases `bias` (stats.battle.
+    judge_bias) on those items; `valid` of `total` items had a usable verdict; `chance`: the judge's
+    Cohen's kappa block (kappa, kappa_ci, kappa_strength), whose interval must clear 0 (`above_chance`)."""
+    ci = _wilson(k, n)
+    beats_length = bool(ci and base["longer"]["accuracy"] is not None and ci[0] > base["longer"]["accuracy"])
+    best, best_acc = best_rule(base)
+    beats_rules = bool(ci and best_acc is not None and ci[0] > best_acc)
+    flip = bias["flip_rate"]["rate"]
+    by_position = flip is not None and flip >= POSITION_FLIP_RATE
+    reasons = []
+    if not valid:
+        reasons.append(f"no valid verdict: all {total} pairs were invalid (see the battle replies)")
+    elif not beats_rules:
+        what = "the length baseline" if best == "longer" else f"the best trivial rule, '{RULE_NAMES[best]}'"
+        reasons.append(f"does not beat {what}: agreement {_f(accuracy)} (95% CI "
+                       f"{_ci(ci)}) vs {_f(best_acc)} for '{RULE_NAMES[best]}'")
+    chance_ok = above_chance(chance) if chance is not None else True
+    if valid and not chance_ok:
+        reasons.append(f"no better than chance: Cohen's kappa {_k(chance['kappa'])} ({chance['kappa_strength']}, "
+                       f"95% CI {_kci(chance['kappa_ci'])})")
+    if by_position:
+        reasons.append(f"decides by position: {flip:.0%} of its items flip with the order "
+                       f"(P(first) {_f(bias['first_position_wins']['rate'])})")
+    return {"ci95": ci, "beats_length_baseline": beats_length, "best_trivial_rule": best,
+            "beats_trivial_rules": beats_rules, "decides_by_position": by_position, "above_chance": chance_ok,
+            "trustworthy": beats_rules and not by_position and chance_ok, "reasons": reasons}
+
+
 def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed: int,
                    log: Callable[[str], None]) -> dict[str, Any]:
     from ..judges.configured import battle_judge
@@ -117,26 +149,10 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
     valid = [r for r, it in zip(rows, result.items) if it.verdict != "invalid"]
     base = baselines(valid or rows, ties_labelled=ties > 0)  # on the pairs the judge answered (all when none)
     k = acc["right"] + 0.5 * acc["predicted_ties"]
-    ci = _wilson(k, acc["n"])
-    beats_length = bool(ci and base["longer"]["accuracy"] is not None and ci[0] > base["longer"]["accuracy"])
-    best, best_acc = best_rule(base)
-    beats_rules = bool(ci and best_acc is not None and ci[0] > best_acc)
-    flip = bias["flip_rate"]["rate"]
-    by_position = flip is not None and flip >= POSITION_FLIP_RATE
-    chance_ok = above_chance(raw)
-    reasons = []
-    if not valid:
-        reasons.append(f"no valid verdict: all {len(rows)} pairs were invalid (see the battle replies)")
-    elif not beats_rules:
-        what = "the length baseline" if best == "longer" else f"the best trivial rule, '{RULE_NAMES[best]}'"
-        reasons.append(f"does not beat {what}: agreement {_f(acc['accuracy'])} (95% CI "
-                       f"{_ci(ci)}) vs {_f(best_acc)} for '{RULE_NAMES[best]}'")
-    if valid and not chance_ok:
-        reasons.append(f"no better than chance: Cohen's kappa {_k(raw['kappa'])} ({raw['kappa_strength']}, 95% CI "
-                       f"{_kci(raw['kappa_ci'])})")
-    if by_position:
-        reasons.append(f"decides by position: {flip:.0%} of its items flip with the order "
-                       f"(P(first) {_f(bias['first_position_wins']['rate'])})")
+    decided = decide(k, acc["n"], acc["accuracy"], base, bias, valid=len(valid), total=len(rows), chance=raw)
+    ci, best = decided["ci95"], decided["best_trivial_rule"]
+    beats_length, beats_rules = decided["beats_length_baseline"], decided["beats_trivial_rules"]
+    by_position, reasons, chance_ok = decided["decides_by_position"], decided["reasons"], decided["above_chance"]
     return {
         "data": str(data), "pairs": len(rows), "label_ties_left_out": ties,
         "selection": {"limit": limit, "seed": seed if limit is not None else None,

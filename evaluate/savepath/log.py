@@ -69,7 +69,7 @@ class RunLog:
     sageval: dict[str, dict[str, Any]] = field(default_factory=dict)  # model -> sageval/<model>.json
     manifest: dict[str, Any] | None = None  # manifest.json: the header
     charts: dict[str, dict[str, Path]] = field(default_factory=dict)  # family -> png stem -> path
-    labels: list[dict[str, Any]] = field(default_factory=list)  # labels.jsonl, one person's verdict a line
+    labels: list[Any] = field(default_factory=list)  # labels.jsonl: savepath.labels.Label, one person's verdict a line
     problems: list[str] = field(default_factory=list)  # files that could not be read
     unreadable: list[Unreadable] = field(default_factory=list)  # result files among them: the log lacks their model
     header_only: bool = False  # read by read_run_header: the manifest alone

@@ -205,31 +205,15 @@ def sageval_files(root: Path) -> list[tuple[str, Any]]:
     return [(p.name, read_json(p)) for p in sorted(folder.glob("*.json"))] if folder.is_dir() else []
 
 
-def read_labels(root: Path, problems: list[str]) -> list[dict[str, Any]]:
-    """labels.jsonl: one JSON object a line, in file order ([] when absent); a line that is not one (cut
-    short by a killed writer, edited by hand) is named in `problems` and left out, never guessed at."""
-    path = labels_file(root)
-    if not path.is_file():
-        return []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, ValueError) as exc:
-        problems.append(f"{path}: {type(exc).__name__}: {exc}")
-        return []
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as exc:
-            problems.append(f"{path}: line {n}: not JSON ({exc}); left out")
-            continue
-        if isinstance(row, dict):
-            out.append(row)
-        else:
-            problems.append(f"{path}: line {n}: expected a JSON object; left out")
-    return out
+def read_labels(root: Path, problems: list[str]) -> list[Any]:
+    """labels.jsonl as typed labels (`savepath.labels.Label`), in file order ([] when absent); a line
+    that is not a label (cut short by a killed writer, edited by hand, a field missing) is named in
+    `problems` and left out, never guessed at (`savepath.labels.read_labels`)."""
+    from .labels import read_labels as read_label_file
+
+    found = read_label_file(root)
+    problems.extend(found.problems)
+    return found.labels
 
 
 def chart_files(root: Path) -> dict[str, dict[str, Path]]:

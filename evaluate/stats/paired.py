@@ -49,7 +49,7 @@ def mde(sd: float, n: int, *, alpha: float = 0.05, power: float = 0.8) -> float 
 def min_attainable_p(k: int) -> float:
     """Smallest two-sided p an exact sign-flip (or signed-rank) test can reach with k non-zero
     differences: only the all-same-sign assignments reach the observed extreme, 2 of 2^k."""
-    return 1.0 if k <= 0 else min(1.0, 2.0 / 2.0 ** k)
+    return 1.0 if k <= 0 else min(1.0, 2.0 ** (1 - k))  # 2 / 2**k would overflow above k = 1024
 
 
 def detectability(d: Sequence[float], *, alpha: float = 0.05, m: int = 1, power: float = 0.8) -> str:

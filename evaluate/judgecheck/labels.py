@@ -1,0 +1,230 @@
+"""The judge check on a person's own labels (`eval.py judge-check --labels SAVE_PATH`, and the viewer's
+labels panel): the battle verdicts the judge already gave in the run against the verdicts a person gave
+in `eval.py view` (`labels.jsonl`). No judge request: the judge's verdicts are read from battles/.
+
+Why this exists: the labelled check needs a pairwise file with labels, and a user's own data has none;
+labelling a few dozen of the run's own items in the viewer makes one. The numbers and the verdict are
+those of the labelled check (`labelled.baselines`, `labelled.decide`, `checkstore.verdict_of`): agreement
+on the decided labels (a judge tie counts half; label ties left out of it and counted) with a 95% Wilson
+interval beside every trivial rule, and Cohen's kappa (`stats.agreement`) over every label, ties
+included, so agreement that the label frequencies alone would give counts for nothing.
+
+A label names its two models as the person saw them; it is matched to the battle of that pair in
+either orientation and read in the battle file's (so "A" is one model throughout, as kappa needs). The
+latest label of an item and pair counts (a person may change their mind). Below MIN_LABELS labels with
+a judge verdict there is no verdict: "not checked", with how many more are needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from ..core.errors import InputError
+from ..pipeline.checkstore import _ci, _f, verdict_of
+from ..savepath import read
+from ..savepath.labels import Label, LabelFile, read_labels
+from ..savepath.log import NoResults, read_run_log
+from ..stats.agreement import cohen_kappa, cohen_kappa_interval, strength
+from ..stats.battle import judge_bias
+from .labelled import baselines, decide
+from .report import table
+from .rules import RULES
+
+MIN_LABELS = 10  # labels with a judge verdict before agreement, kappa and a verdict are shown
+SWAP = {"A": "B", "B": "A"}
+RULE_WORDS = {"longer": "the longer answer", "shorter": "the shorter answer",
+              "first": "always A (the battle's model_a)", "second": "always B (the battle's model_b)",
+              "tie": "always a tie"}
+
+
+def latest(labels: Iterable[Label]) -> tuple[list[Label], int]:
+    """The last label of each item and pair of models (either orientation), in file order of their
+    last writing, and how many earlier labels they replace."""
+    last: dict[tuple[str, str, frozenset[str]], Label] = {}
+    total = 0
+    for lab in labels:
+        total += 1
+        key = (lab.id, lab.category, frozenset((lab.model_a, lab.model_b)))
+        last.pop(key, None)  # re-inserted: the order is that of the latest writing
+        last[key] = lab
+    return list(last.values()), total - len(last)
+
+
+BattleIndex = dict[tuple[str, str], dict[tuple[str, str], Mapping[str, Any]]]
+
+
+def battle_index(battles: Iterable[Mapping[str, Any]]) -> BattleIndex:
+    """(model_a, model_b) of each battle file -> (item id, category) -> its item."""
+    out: BattleIndex = {}
+    for bt in battles:
+        s = bt.get("summary") or {}
+        if not s.get("model_a") or not s.get("model_b"):
+            continue
+        out[(s["model_a"], s["model_b"])] = {(str(it.get("id")), str(it.get("category", ""))): it
+                                             for it in bt.get("items", []) if isinstance(it, Mapping)}
+    return out
+
+
+def judge_verdict(index: BattleIndex, lab: Label) -> tuple[str | None, Mapping[str, Any] | None, bool]:
+    """The judge's verdict on a label's item as its battle file holds it ("A", "B", "tie", "invalid" for
+    the file's model_a and model_b), the battle item, and whether the file holds the pair the other way
+    round from the label; (None, None, False) when the run has no battle verdict on that item."""
+    for pair, swapped in (((lab.model_a, lab.model_b), False), ((lab.model_b, lab.model_a), True)):
+        item = (index.get(pair) or {}).get((lab.id, lab.category))
+        if item is not None:
+            return str(item.get("verdict") or "invalid"), item, swapped
+    return None, None, False
+
+
+def _longer(la: int, lb: int) -> str:
+    return "tie" if la == lb else "A" if la > lb else "B"
+
+
+RULE_PREDICT = {"longer": lambda la, lb: _longer(la, lb),
+                "shorter": lambda la, lb: SWAP.get(_longer(la, lb), "tie"),
+                "first": lambda la, lb: "A", "second": lambda la, lb: "B", "tie": lambda la, lb: "tie"}
+
+
+def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Mapping[tuple[str, str, str], str], *,
+              source: str = "labels.jsonl") -> dict[str, Any]:
+    """The check's record on in-memory data: `labels` as read (every one; the latest per item and pair
+    counts), the run's battle files, `outputs`: (model, item id, category) -> answer text (for the
+    length rules). The record has the labelled check's shape (`labelled_check`), so `verdict_of` words
+    it, plus Cohen's kappa of the judge and of each trivial rule."""
+    kept, replaced = latest(labels)
+    index = battle_index(battles)
+    matched, no_battle = [], 0
+    for lab in kept:  # every verdict in the orientation of the battle file: "A" is always the same model
+        verdict, item, swapped = judge_verdict(index, lab)
+        if verdict is None:
+            no_battle += 1
+            continue
+        a, b = (lab.model_b, lab.model_a) if swapped else (lab.model_a, lab.model_b)
+        lengths = (len(outputs.get((a, lab.id, lab.category), "")), len(outputs.get((b, lab.id, lab.category), "")))
+        truth = SWAP.get(lab.verdict, lab.verdict) if swapped else lab.verdict
+        matched.append({"label": lab, "truth": truth, "judge": verdict, "item": item, "lengths": lengths,
+                        "pair": (a, b)})
+    valid = [m for m in matched if m["judge"] in ("A", "B", "tie")]
+    decided = [m for m in valid if m["truth"] in ("A", "B")]
+    label_ties = sum(m["truth"] == "tie" for m in valid)
+    right = sum(m["judge"] == m["truth"] for m in decided)
+    judge_ties = sum(m["judge"] == "tie" for m in decided)
+    n = len(decided)
+    k = right + 0.5 * judge_ties
+    accuracy = round(k / n, 4) if n else None
+    rows = [{"response_a": "x" * m["lengths"][0], "response_b": "x" * m["lengths"][1],
+             "label": m["truth"].lower()} for m in decided]
+    base = baselines(rows, ties_labelled=label_ties > 0)
+    truth = [m["truth"] for m in valid]
+    kappa = cohen_kappa_interval(truth, [m["judge"] for m in valid])
+    for name, b in base.items():
+        b["kappa"] = cohen_kappa(truth, [RULE_PREDICT[name](*m["lengths"]) for m in valid])
+    # the biases on the labelled items, each in its battle's own orientation (ids made unique across pairs)
+    items = [{**m["item"], "id": str(i)} for i, m in enumerate(matched)]
+    lengths = {str(i): m["lengths"] for i, m in enumerate(matched)}
+    bias = judge_bias(items, lengths)
+    decided_rules = decide(k, n, accuracy, base, bias, valid=len(valid), total=len(matched),
+                           chance={"kappa": kappa.kappa, "kappa_strength": strength(kappa.kappa),
+                                   "kappa_ci": [kappa.low, kappa.high] if kappa.low is not None else None})
+    record: dict[str, Any] = {
+        "data": source, "labels": len(labels), "items_labelled": len(kept), "relabelled": replaced,
+        "with_judge_verdict": len(matched), "without_battle": no_battle,
+        "pairs": n, "label_ties_left_out": label_ties,
+        "agreement": {"accuracy": accuracy, "n": n, "ci95": decided_rules["ci95"], "right": right,
+                      "wrong": n - right - judge_ties, "judge_ties": judge_ties,
+                      "invalid": len(matched) - len(valid),
+                      "kappa": kappa.kappa, "kappa_ci95": [kappa.low, kappa.high] if kappa.low is not None else None,
+                      "kappa_n": kappa.n, "kappa_strength": strength(kappa.kappa),
+                      "note": "agreement: a judge tie counts half, label ties and invalid verdicts left out of n; "
+                              "95% Wilson interval. Cohen's kappa: every label with a valid verdict, ties "
+                              "included (A / B / tie), 95% percentile bootstrap interval (none below 10)"},
+        "baselines": base,
+        "position": {"flip_rate": bias["flip_rate"], "p_first": bias["first_position_wins"]},
+        "p_longer": bias["longer_wins"], "invalid_rate": bias["invalid_rate"],
+        "rule": RULES["labelled"], "min_labels": MIN_LABELS,
+        "items": [{"id": m["label"].id, "category": m["label"].category, "model_a": m["pair"][0],
+                   "model_b": m["pair"][1], "label": m["truth"], "judge": m["judge"]} for m in matched],
+    }
+    record.update({k2: decided_rules[k2] for k2 in ("beats_length_baseline", "best_trivial_rule",
+                                                    "beats_trivial_rules", "decides_by_position",
+                                                    "above_chance")})
+    if len(valid) < MIN_LABELS:
+        record["trustworthy"] = None
+        record["reasons"] = [f"too few labels: {len(valid)} with a valid judge verdict, {MIN_LABELS} needed"]
+        record["verdict_text"] = (f"not checked: {len(valid)} of the {MIN_LABELS} labels with a judge verdict "
+                                  f"needed ({MIN_LABELS - len(valid)} more)")
+    else:
+        record["trustworthy"], record["reasons"] = decided_rules["trustworthy"], decided_rules["reasons"]
+        record["verdict_text"] = verdict_of({"labelled": record})[1]
+    return record
+
+
+def outputs_of(results: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
+    """(model, item id, category) -> answer text, from result files."""
+    return {(str(r.get("model")), str(it.get("id")), str(it.get("category", ""))): str(it.get("output") or "")
+            for r in results for it in r.get("items", []) if isinstance(it, Mapping)}
+
+
+def check_labels(save_path: Path) -> tuple[dict[str, Any], LabelFile]:
+    """`judge-check --labels SAVE_PATH`: the record, and the label file as read (its problems named).
+    InputError when there are no labels or no battle verdicts to hold them against."""
+    save_path = Path(save_path)
+    if not save_path.is_dir():
+        raise InputError(f"--labels {save_path}: no such folder (give the save path of a run)")
+    read.check(save_path)
+    found = read_labels(save_path)
+    if not found.labels:
+        why = "; ".join(found.problems) if found.problems else "no labels.jsonl (label items with `eval.py view`)"
+        raise InputError(f"--labels {save_path}: no label to check the judge against: {why}")
+    try:
+        log = read_run_log(save_path)
+    except NoResults as exc:
+        raise InputError(f"--labels {save_path}: no battle verdicts to hold the labels against: {exc}") from None
+    battles = log.battles
+    if not battles:
+        problems = [p for p in log.problems if "battles" in p]
+        raise InputError(f"--labels {save_path}: no battle verdicts (battles/<a>__vs__<b>.json) to hold the labels "
+                         "against; the judge's verdicts come from a run with GPT battles"
+                         + (f" ({'; '.join(problems)})" if problems else ""))
+    record = agreement(found.labels, battles, outputs_of(log.results), source=str(found.path))
+    judges = {f"{(bt.get('signature') or {}).get('judge', {}).get('backend', '?')} "
+              f"{(bt.get('signature') or {}).get('judge', {}).get('model', '?')}" for bt in battles}
+    record["judge"] = sorted(judges)
+    return record, found
+
+
+def format_labels_report(record: dict[str, Any]) -> str:
+    """The record in aligned columns, as the other judge checks print theirs."""
+    a = record["agreement"]
+    lines = [f"labels: {record['data']}: {record['labels']} labels on {record['items_labelled']} items"
+             + (f" ({record['relabelled']} relabelled: the latest counts)" if record["relabelled"] else "")
+             + f"; {record['with_judge_verdict']} with a judge verdict"
+             + (f", {record['without_battle']} without (no battle verdict on that item)" if record["without_battle"]
+                else ""),
+             f"judge: {', '.join(record.get('judge') or ['?'])} (its battle verdicts in the run; no new request)", ""]
+
+    def kap(value: Any, ci: Any = None) -> str:
+        if value is None:
+            return "undefined"
+        return f"{value:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + f" {strength(value)}"
+
+    rows = [["judge (ties half)", _f(a["accuracy"]), _ci(a["ci95"]), a["n"], kap(a["kappa"], a["kappa_ci95"])]]
+    for name, b in record["baselines"].items():
+        best = " (best rule)" if name == record.get("best_trivial_rule") else ""
+        rows.append([RULE_WORDS.get(name, name) + best, _f(b["accuracy"]), _ci(b["ci95"]), b["n"], kap(b.get("kappa"))])
+    lines += table(["who", "agreement", "95% Wilson CI", "n", "Cohen's kappa"], rows,
+                   right=[False, True, False, True, False])
+    flip = (record["position"]["flip_rate"] or {}).get("rate")
+    first = (record["position"]["p_first"] or {}).get("rate")
+    lines += ["", f"label ties {record['label_ties_left_out']} (in kappa, left out of agreement); judge ties "
+                  f"{a['judge_ties']}, invalid {a['invalid']}; flip rate {_f(flip)}, P(first) {_f(first)}",
+              "agreement: a judge tie counts half; kappa: every label with a valid verdict (A / B / tie), 95% "
+              "bootstrap interval (none below 10)", ""]
+    if record["trustworthy"] is None:
+        lines.append(record["verdict_text"])
+    else:
+        lines.append(("TRUSTWORTHY" if record["trustworthy"] else "NOT TRUSTWORTHY") + ": "
+                     + record["verdict_text"].split(": ", 1)[1])
+    lines.append("rules: " + RULES["labelled"])
+    return "\n".join(lines)
