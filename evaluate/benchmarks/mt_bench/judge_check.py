@@ -162,7 +162,7 @@ _SHOWN = {("intact first", "model_1"): "A", ("intact first", "model_2"): "B",
 
 def game_kappa(items: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Cohen's kappa of the games' winning position against the intact answer's position (module docstring)."""
-    from ..stats.label_agreement import verdict_agreement
+    from ...stats.label_agreement import verdict_agreement
 
     said, truth = [], []
     for x in items:

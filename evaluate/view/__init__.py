@@ -1,0 +1,1 @@
+"""The local viewer: `eval.py view` over run logs (server, catalogue, items)."""
