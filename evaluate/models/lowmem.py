@@ -1,0 +1,134 @@
+"""Loading a model in less memory than transformers' own `from_pretrained` takes, with the same weights.
+
+Two things took a Qwen2.5-Coder-1.5B judge (float32 on the CPU, from its converted bfloat16 folder)
+past 8 GB of RSS (bench/judge_memory.py, BENCHMARKS.md):
+
+- while loading, transformers maps each safetensors file into memory and reads every tensor out of
+  the mapping; the pages it touched stay mapped, and counted in the process's RSS, until the last
+  tensor is read: 3.6 GB of the bfloat16 file on top of 7.1 GB of float32 weights (11.1 GB at the
+  highest). `pread_loading` has transformers open its safetensors files with the reader that reads
+  each tensor with pread(2) into memory of its own (safetensors' "pread" backend, the one
+  transformers itself uses on Windows and for MPS): a tensor's bytes are freed once it is converted,
+  so loading never holds more than the weights and the tensor being read. The tensors are the same
+  bytes either way.
+- the input embedding table of a model whose output projection is a separate tensor (Qwen's
+  converted GGUF: 151,936 x 1,536) is only ever read a few rows at a time, yet is kept in float32:
+  0.93 GB whose values all came from a bfloat16 file. `keep_embedding_stored` keeps it in the
+  checkpoint's own 16-bit dtype and upcasts the rows it looks up, so every forward pass gets the
+  same float32 rows as before (a 16-bit float converts to float32 exactly) for half the memory.
+  A tied table (SmolLM2: embedding and output projection are one tensor) is the output projection's
+  weight as well and stays as it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from pathlib import Path
+from typing import Any, Iterator
+
+_PATCH_LOCK = threading.Lock()
+_SIXTEEN_BIT = {"BF16": "bfloat16", "F16": "float16"}
+
+
+@contextlib.contextmanager
+def pread_loading() -> Iterator[bool]:
+    """While inside, transformers' `from_pretrained` reads safetensors files with pread instead of
+    mapping them (see the module doc). Yields whether it could: False where transformers does not open
+    them through `modeling_utils.safe_open` (nothing changes then); a safetensors without the pread
+    reader (before 0.7) is called as before."""
+    try:
+        import transformers.modeling_utils as mu
+    except ImportError:
+        yield False
+        return
+    original = getattr(mu, "safe_open", None)
+    if original is None:
+        yield False
+        return
+
+    def safe_open(*args: Any, **kwargs: Any) -> Any:
+        return open_pread(original, *args, **kwargs)
+
+    with _PATCH_LOCK:
+        mu.safe_open = safe_open
+        try:
+            yield True
+        finally:
+            mu.safe_open = original
+
+
+def open_pread(opener: Any, *args: Any, **kwargs: Any) -> Any:
+    """`opener(*args, **kwargs)` (safetensors' `safe_open`) with the pread reader for a CPU file."""
+    if kwargs.get("device", "cpu") != "cpu" or "backend" in kwargs and kwargs["backend"] != "mmap":
+        return opener(*args, **kwargs)
+    try:
+        return opener(*args, **{**kwargs, "backend": "pread"})
+    except TypeError:  # safetensors < 0.7: no backend argument
+        return opener(*args, **kwargs)
+
+
+def weight_file(folder: Path, name: str) -> Path | None:
+    """The safetensors file of `folder` that holds tensor `name` (model.safetensors, or the shard the
+    index names), or None."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            shard = json.loads(index.read_text(encoding="utf-8")).get("weight_map", {}).get(name)
+        except (OSError, ValueError):
+            return None
+        return folder / shard if shard and (folder / shard).is_file() else None
+    single = folder / "model.safetensors"
+    return single if single.is_file() else None
+
+
+def _stored_dtype(path: Path, name: str) -> tuple[str, list[int]] | None:
+    """(dtype name as safetensors writes it, shape) of tensor `name` in `path`, from the file's header."""
+    import struct
+
+    try:
+        with open(path, "rb") as fh:
+            size = struct.unpack("<Q", fh.read(8))[0]
+            header = json.loads(fh.read(size))
+    except (OSError, ValueError, struct.error):
+        return None
+    entry = header.get(name)
+    return (entry["dtype"], list(entry["shape"])) if isinstance(entry, dict) else None
+
+
+def keep_embedding_stored(model: Any, folder: Path) -> bool:
+    """Keep `model`'s float32 input embedding table in the 16-bit dtype its checkpoint in `folder` stores
+    it in, upcasting the rows each forward pass looks up (see the module doc). Only for a plain
+    `nn.Embedding` that is not tied to the output projection and is read from a bfloat16 or float16
+    safetensors tensor of its own name and shape; whether it was done."""
+    import torch
+
+    emb = model.get_input_embeddings()
+    head = model.get_output_embeddings()
+    if type(emb) is not torch.nn.Embedding or emb.weight.dtype != torch.float32 or emb.weight.device.type != "cpu":
+        return False
+    if head is not None and getattr(head, "weight", None) is not None \
+            and head.weight.untyped_storage().data_ptr() == emb.weight.untyped_storage().data_ptr():
+        return False  # tied: the table is the output projection's weight too
+    name = next((n for n, p in model.named_parameters() if p is emb.weight), None)
+    path = weight_file(Path(folder), name) if name else None
+    stored = _stored_dtype(path, name) if path else None
+    if stored is None or stored[0] not in _SIXTEEN_BIT or stored[1] != list(emb.weight.shape):
+        return False
+    from safetensors import safe_open
+
+    emb.weight = None  # the float32 table goes before the 16-bit one is read: never both at once
+    with open_pread(safe_open, str(path), framework="pt", device="cpu") as f:
+        table = f.get_tensor(name)
+    if table.dtype != getattr(torch, _SIXTEEN_BIT[stored[0]]):  # pragma: no cover - the header said otherwise
+        raise RuntimeError(f"{path}: {name} read as {table.dtype}, its header says {stored[0]}")
+    emb.weight = torch.nn.Parameter(table, requires_grad=False)
+    F = torch.nn.functional
+
+    def forward(ids: Any, _m: Any = emb) -> Any:
+        return F.embedding(ids, _m.weight, _m.padding_idx, _m.max_norm, _m.norm_type, _m.scale_grad_by_freq,
+                           _m.sparse).to(torch.float32)
+
+    emb.forward = forward
+    return True
