@@ -36,8 +36,8 @@ _SIXTEEN_BIT = {"BF16": "bfloat16", "F16": "float16"}
 def pread_loading() -> Iterator[bool]:
     """While inside, transformers' `from_pretrained` reads safetensors files with pread instead of
     mapping them (see the module doc). Yields whether it could: False where transformers does not open
-    them through `modeling_utils.safe_open` (nothing changes then); a safetensors without the pread
-    reader (before 0.7) is called as before."""
+    them through `modeling_utils.safe_open` (nothing changes then); a safetensors whose `safe_open`
+    takes no `backend` is called as before."""
     try:
         import transformers.modeling_utils as mu
     except ImportError:
@@ -65,7 +65,7 @@ def open_pread(opener: Any, *args: Any, **kwargs: Any) -> Any:
         return opener(*args, **kwargs)
     try:
         return opener(*args, **{**kwargs, "backend": "pread"})
-    except TypeError:  # safetensors < 0.7: no backend argument
+    except TypeError:  # an older safetensors: no backend argument, it maps the file
         return opener(*args, **kwargs)
 
 
