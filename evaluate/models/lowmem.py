@@ -33,23 +33,26 @@ _SIXTEEN_BIT = {"BF16": "bfloat16", "F16": "float16"}
 
 
 @contextlib.contextmanager
-def pread_loading() -> Iterator[bool]:
-    """While inside, transformers' `from_pretrained` reads safetensors files with pread instead of
-    mapping them (see the module doc). Yields whether it could: False where transformers does not open
-    them through `modeling_utils.safe_open` (nothing changes then); a safetensors whose `safe_open`
-    takes no `backend` is called as before."""
+def lean_loading() -> Iterator[bool]:
+    """While inside, each safetensors file that transformers' `from_pretrained` maps gives its pages back
+    to the system as soon as a tensor has been read out of them (see the module doc). Yields whether it
+    could: False where transformers does not open them through `modeling_utils.safe_open` or the
+    system has no madvise (nothing changes then)."""
     try:
         import transformers.modeling_utils as mu
     except ImportError:
         yield False
         return
     original = getattr(mu, "safe_open", None)
-    if original is None:
+    if original is None or _madvise() is None:
         yield False
         return
 
-    def safe_open(*args: Any, **kwargs: Any) -> Any:
-        return open_pread(original, *args, **kwargs)
+    def safe_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        handle = original(path, *args, **kwargs)
+        if kwargs.get("device", "cpu") != "cpu" or kwargs.get("backend", "mmap") != "mmap":
+            return handle
+        return _Dropping(handle, str(path))
 
     with _PATCH_LOCK:
         mu.safe_open = safe_open
@@ -57,6 +60,124 @@ def pread_loading() -> Iterator[bool]:
             yield True
         finally:
             mu.safe_open = original
+
+
+MADV_DONTNEED = 4  # Linux: drop the pages of a range from this process; a mapped file's pages stay cached
+
+
+def _madvise() -> Any:
+    """libc's madvise through ctypes, or None (not Linux, no libc)."""
+    import ctypes
+    import ctypes.util
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.madvise
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+class _Dropping:
+    """A safetensors file handle (`safe_open`, mapped) that gives back the pages of the tensors read from
+    it: `madvise(MADV_DONTNEED)` on their byte ranges in every mapping of the file. A mapped tensor is
+    read as a view of the mapping, converted (to float32) by whoever read it after the read returns;
+    so a tensor's pages go once `LAG` more tensors have been read since (transformers converts at most
+    4 at a time). The pages are clean and the mapping read-only: a view that reads them after they
+    went faults them in again from the page cache, so what is read is the file's bytes either way."""
+
+    LAG = 8
+
+    def __init__(self, handle: Any, path: str):
+        import mmap
+        import os
+        import struct
+
+        self._handle, self._path = handle, os.path.realpath(path)
+        self._page = mmap.PAGESIZE
+        self._madvise = _madvise()
+        self._maps: list[tuple[int, int, int]] | None = None  # (start address, end address, file offset)
+        self._lock = threading.Lock()
+        self._read: list[str] = []  # tensors read whose pages are still there, oldest first
+        with open(self._path, "rb") as fh:
+            size = struct.unpack("<Q", fh.read(8))[0]
+            header = json.loads(fh.read(size))
+        self._ranges = {name: (8 + size + e["data_offsets"][0], 8 + size + e["data_offsets"][1])
+                        for name, e in header.items() if isinstance(e, dict) and "data_offsets" in e}
+
+    def was_read(self, name: str) -> None:
+        """Note that `name` was read; give back the pages of the tensors read `LAG` reads before it."""
+        with self._lock:
+            self._read.append(name)
+            old, self._read = self._read[:-self.LAG], self._read[-self.LAG:]
+        for done in old:
+            self.drop(done)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._handle, name)
+
+    def __enter__(self) -> "_Dropping":
+        self._handle.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._handle.__exit__(*exc)
+
+    def get_slice(self, name: str) -> "_DroppingSlice":
+        return _DroppingSlice(self._handle.get_slice(name), self, name)
+
+    def get_tensor(self, name: str) -> Any:
+        tensor = self._handle.get_tensor(name)
+        self.was_read(name)
+        return tensor
+
+    def _mappings(self) -> list[tuple[int, int, int]]:
+        with self._lock:
+            if self._maps is None:  # read once: the file is mapped when it is opened
+                found = []
+                try:
+                    with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+                        for line in fh:
+                            parts = line.split(maxsplit=5)
+                            if len(parts) == 6 and parts[5].rstrip("\n") == self._path:
+                                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                                found.append((lo, hi, int(parts[2], 16)))
+                except OSError:
+                    pass
+                self._maps = found
+            return self._maps
+
+    def drop(self, name: str) -> None:
+        """Give back the pages of tensor `name` (rounded out to whole pages: a neighbour's page is only
+        read in again if it is needed)."""
+        if name not in self._ranges:
+            return
+        first, last = self._ranges[name]
+        for lo, hi, offset in self._mappings():
+            start = max(lo, lo + first - offset) // self._page * self._page
+            end = min(hi, -(-(lo + last - offset) // self._page) * self._page)
+            if end > start:
+                self._madvise(start, end - start, MADV_DONTNEED)
+
+
+class _DroppingSlice:
+    """A slice of a `_Dropping` file: reading it counts towards giving its pages back."""
+
+    def __init__(self, slice_: Any, owner: _Dropping, name: str):
+        self._slice, self._owner, self._name = slice_, owner, name
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._slice, name)
+
+    def __getitem__(self, index: Any) -> Any:
+        tensor = self._slice[index]
+        self._owner.was_read(self._name)
+        return tensor
 
 
 def open_pread(opener: Any, *args: Any, **kwargs: Any) -> Any:
