@@ -101,7 +101,7 @@ def test_loading_holds_the_weights_and_not_the_file_beside_them():
     """SmolLM2 stored in bfloat16 (0.27 GB), loaded in float32 (0.54 GB), in a fresh process: its highest
     RSS while loading passes what it held before by the weights and less than half the file. Mapped and
     read through the mapping (transformers' own way), the file's pages stayed resident until the last
-    tensor was read: 0.82 GB above, against 0.58 GB read with pread (2-core Zen 3)."""
+    tensor was read: 0.82 GB above, against 0.58 GB with each tensor's pages given back (2-core Zen 3)."""
     from evaluate.models.convert import ensure_converted
     from evaluate.models.load import resolve_model
 
