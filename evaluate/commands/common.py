@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 from ..backends.base import CHARS_PER_TOKEN, JudgeRequest, cost_usd, estimate_tokens
 from ..backends.cache_path import cache_file, relative_to
+from ..backends import vllm_server
 from ..backends.options import JudgeOptions
 from ..core.errors import InputError
 from ..core.io import read_structured
@@ -73,9 +74,11 @@ class Parser(argparse.ArgumentParser):
 
 def guarded(main: Callable[[list[str]], int], argv: list[str]) -> int:
     """Run a command's `main`; bad input (InputError, a file that cannot be read or written) becomes
-    one `error: ...` line on stderr and exit 2, without a traceback."""
+    one `error: ...` line on stderr and exit 2, without a traceback. A model server the command starts
+    (backend: vllm) serves it to the end and is stopped then, whatever happened."""
     try:
-        return main(argv)
+        with vllm_server.hold():
+            return main(argv)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -191,10 +194,11 @@ def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs
     from ..pipeline import benchmark_outputs as bo
     from ..pipeline.benchmark import ScoringFailed
     from ..pipeline.savedir import SaveDir
+    from ..savepath.write import server_logs
 
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
     run_id, started = bo.new_run_id(), utc_now()
-    inner = open_backend(opts, cache)
+    inner = open_backend(opts, cache, server_log=server_logs(args.save_path))
     # what this run asked of the judge, for the manifest
     backend = MeteredBackend(inner, opts.price) if bench.metered else inner
     try:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.base import cost_usd
-from ..savepath.write import write_json, write_text
+from ..backends.registry import capabilities
+from ..savepath.write import server_logs, write_json, write_text
 from ..core.secrets import scrub_url
 from .engine import TEMPLATE, Answers, Estimate, answer_all, estimate
 from .formats import FASTCHAT_TEMPERATURE, QuestionFile, answer_rows, serialise
@@ -127,10 +128,11 @@ def _sha256(path: Path) -> str | None:
 
 
 def in_flight(opts: Any) -> int:
-    """Requests an HTTP model's pool keeps in flight (0: a local model or batch jobs, asked in rounds)."""
-    if opts.backend != "openai" or opts.batch:
+    """Requests an HTTP model's pool keeps in flight (0: a model in this process or batch jobs, asked in rounds)."""
+    if not capabilities(opts).http or opts.batch:
         return 0
-    specs = opts.endpoint_specs() or [{"concurrency": opts.concurrency}]
+    jopts = opts.judge_options()
+    specs = jopts.endpoint_specs() or [{"concurrency": jopts.concurrency}]
     return sum(int(e["concurrency"]) for e in specs)
 
 
@@ -139,10 +141,11 @@ def limited(qf: QuestionFile, limit: int | None) -> QuestionFile:
 
 
 def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_run: bool = False,
-                     api_key: str | None = None, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
-                     ) -> Report:
+                     api_key: str | None = None, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+                     save_path: Path | None = None) -> Report:
     """Answer every question of `qf` with the model `opts` describes into `out` (the kind's format).
-    Answers already in the cache cost nothing; with `dry_run` nothing is sent or written."""
+    Answers already in the cache cost nothing; with `dry_run` nothing is sent or written. A server the
+    model needs (backend: vllm) logs into `save_path`'s logs/ (default: the answer file's folder)."""
     from ..backends.pool import MeteredBackend, open_backend
     from ..backends.probing import ProbingPool
 
@@ -156,7 +159,7 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
         finally:
             bare.close()
         return report
-    pool = ProbingPool(api_key=api_key, log=log)
+    pool = ProbingPool(api_key=api_key, log=log, server_log=server_logs(save_path or out.parent))
     try:
         backend = MeteredBackend(pool.backend(jopts, cache), opts.price)
         report.signature = signature(opts, backend.signature(), qf)

@@ -110,6 +110,15 @@ def answers_file(root: Path, name: str, ext: str = "jsonl") -> Path:
     return answers_dir(root) / f"{safe_name(name)}.{ext.lstrip('.')}"
 
 
+def logs_dir(root: Path) -> Path:
+    return Path(root) / "logs"
+
+
+def server_log_file(root: Path, name: str) -> Path:
+    """`logs/<name>.log`: the output of a server the tool started for the run (`vllm-<model>`)."""
+    return logs_dir(root) / f"{safe_name(name)}.log"
+
+
 def layout_of(manifest: Any) -> int:
     """The layout a manifest was written under (1 when it does not say: written before the number was)."""
     value = manifest.get("layout", 1) if isinstance(manifest, dict) else 1
