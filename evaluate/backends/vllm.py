@@ -132,18 +132,23 @@ class VllmBackend(Backend):
 
     @property
     def unreachable(self) -> str | None:
-        """Why no request can be answered: the server failed to start, or went away mid-run."""
+        """Why no request can be answered: the server failed to start, or went away mid-run (said once,
+        then kept: the server is not started again in this run)."""
         if self._failed is not None:
             return self._failed
         down = self._client.unreachable if self._client is not None else None
         if down is None:
             return None
         server = self._server
-        code = server.exit_code if server is not None else None
+        code = server.wait_exit(5.0) if server is not None else None  # a dead server's watchdog ends within seconds
         if server is not None and code is not None:
-            return (f"{server.describe()} exited with code {code} during the run; the answers received are kept "
-                    f"in the cache, and a re-run sends only the rest; the last lines of its log:\n{server.log_tail()}")
-        return f"{server.describe() if server else 'the vllm server'}: {down}"
+            why = (f"{server.describe()} exited with code {code} during the run; the answers received are kept in "
+                   f"the cache, and a re-run sends only the rest; the last lines of its log:\n{server.log_tail()}")
+        else:
+            why = f"{server.describe() if server else 'the vllm server'}: {down}"
+        with self._lock:
+            self._failed = self._failed or why
+        return self._failed
 
     def _unsent(self, n: int) -> list[Completion]:
         return [Completion(error=str(JudgeUnreachable(self.unreachable or "", sent=False))) for _ in range(n)]

@@ -106,6 +106,15 @@ class ManagedServer:
             return None
         return self._watchdog.poll()
 
+    def wait_exit(self, seconds: float) -> int | None:
+        """The exit code once the server has exited, waiting at most `seconds` for it; None if it runs on."""
+        if self._watchdog is None:
+            return None
+        try:
+            return self._watchdog.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return None
+
     def log_tail(self, lines: int = 15) -> str:
         try:
             with open(self.log_path, "rb") as fh:
