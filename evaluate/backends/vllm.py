@@ -49,7 +49,8 @@ class VllmBackend(Backend):
         super().__init__(opts.model)
         self.opts = opts
         self._server_log = server_log
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the state below; never held while the server starts
+        self._start_lock = threading.Lock()
         self._resolved: Any = None
         self._install: Install | None = None
         self._spec: ServerSpec | None = None
@@ -98,7 +99,7 @@ class VllmBackend(Backend):
     def _ready(self) -> "OpenAICompatBackend | None":
         """The client of a running server, starting it on first use; None when it cannot be had
         (`unreachable` says why)."""
-        with self._lock:
+        with self._start_lock:  # one thread starts the server; the others wait for it here
             if self._closed:
                 return None
             if self._client is not None or self._failed is not None:
@@ -106,20 +107,23 @@ class VllmBackend(Backend):
             try:
                 spec = self.spec()
                 log = self._server_log(f"vllm-{spec.served_name}") if self._server_log else None
-                self._server = acquire(spec, lambda: ManagedServer(
-                    spec, log=log, startup_timeout=self.opts.startup_timeout))
-                self._spec = spec
+                server = acquire(spec, lambda: ManagedServer(spec, log=log, startup_timeout=self.opts.startup_timeout))
             except ServerFailed as exc:
                 self._failed = str(exc)
                 return None
             except InputError as exc:
                 self._failed = f"vllm: {exc}"
                 return None
-            self._client = self._open_client(
-                spec.served_name, base_url=self._server.url, api_key="EMPTY", concurrency=self.opts.concurrency,
-                timeout=self.opts.timeout, max_retries=self.opts.max_retries, price=self.opts.price,
-                unreachable_after=DOWN_AFTER, down_after=DOWN_AFTER)
-            return self._client
+            with self._lock:
+                if self._closed:  # closed while the server was starting (a stopped run): not ours any more
+                    release(spec)
+                    return None
+                self._server, self._spec = server, spec
+                self._client = self._open_client(
+                    spec.served_name, base_url=server.url, api_key="EMPTY", concurrency=self.opts.concurrency,
+                    timeout=self.opts.timeout, max_retries=self.opts.max_retries, price=self.opts.price,
+                    unreachable_after=DOWN_AFTER, down_after=DOWN_AFTER)
+                return self._client
 
     def _open_client(self, *args: Any, **kwargs: Any) -> "OpenAICompatBackend":
         from .openai_compat import OpenAICompatBackend
@@ -185,7 +189,8 @@ class VllmBackend(Backend):
             self._client.cancel()
 
     def close(self) -> None:
-        """Close the client and let the server go (it stops after its last user, or at the end of the run)."""
+        """Close the client and let the server go (it stops after its last user, or at the end of the run).
+        Never waits for a server that is still starting: that one is let go when its start returns."""
         with self._lock:
             if self._closed:
                 return
