@@ -120,7 +120,9 @@ def until(predicate, timeout: float, what: str, tool: Tool | None = None) -> Non
 
 
 def api_server(owner: int) -> int | None:
-    return next((pid for pid, cmd in marked(owner) if "vllm.entrypoints.openai.api_server" in cmd), None)
+    """The pid of the tool's API server (the leader of its server's process group), not of its watchdog."""
+    return next((pid for pid, cmd in marked(owner)
+                 if "vllm.entrypoints.openai.api_server" in cmd and "server_watchdog" not in cmd), None)
 
 
 def rows(db: Path) -> int:

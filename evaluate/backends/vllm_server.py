@@ -67,6 +67,28 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs (an exited one not yet collected by its parent holds
+    nothing and does not count). Linux: /proc; elsewhere whether the group can be signalled."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+            return True
+        except OSError:
+            return False
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
 def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -101,19 +123,35 @@ class ManagedServer:
 
     @property
     def exit_code(self) -> int | None:
-        """The server's exit code (128 + N for a signal N) once it has exited, else None."""
+        """The server's exit code (128 + N for a signal N) once it has exited, else None. A watchdog that
+        was itself killed (a negative code) leaves vLLM's engine processes behind: they are killed here."""
         if self._watchdog is None:
             return None
-        return self._watchdog.poll()
+        return self._after(self._watchdog.poll())
 
     def wait_exit(self, seconds: float) -> int | None:
         """The exit code once the server has exited, waiting at most `seconds` for it; None if it runs on."""
         if self._watchdog is None:
             return None
         try:
-            return self._watchdog.wait(timeout=seconds)
+            return self._after(self._watchdog.wait(timeout=seconds))
         except subprocess.TimeoutExpired:
             return None
+
+    def _after(self, code: int | None) -> int | None:
+        if code is not None and code < 0:
+            self._kill_group()
+        return code
+
+    def _kill_group(self) -> None:
+        """SIGKILL to whatever is left of the server's process group (the watchdog's work, when it is gone)."""
+        if not self.pid:
+            return
+        deadline = time.monotonic() + 5.0
+        while group_alive(self.pid) and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, 9)
+            time.sleep(0.1)
 
     def log_tail(self, lines: int = 15) -> str:
         try:
@@ -214,11 +252,11 @@ class ManagedServer:
             try:
                 wd.wait(timeout=STOP_WAIT)
             except subprocess.TimeoutExpired:  # the watchdog is stuck: do its work
-                for pid, sig in ((self.pid, 9), (wd.pid, 9)):
-                    with contextlib.suppress(OSError, TypeError):
-                        os.killpg(pid, sig)  # type: ignore[arg-type]
+                with contextlib.suppress(OSError):
+                    os.killpg(wd.pid, 9)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     wd.wait(timeout=5)
+            self._kill_group()  # nothing is left of the group, whatever became of the watchdog
             if wd.stdout is not None:
                 wd.stdout.close()
         with contextlib.suppress(OSError):
