@@ -169,6 +169,8 @@ def test_a_vllm_block_has_its_engine_keys_and_refuses_another_kinds():
     opts = JudgeOptions(backend="vllm", model="m", tensor_parallel_size=2, vllm_args=["--max-num-seqs", "4"])
     block = opts.as_block()
     assert block["tensor_parallel_size"] == 2 and block["vllm_args"] == ["--max-num-seqs", "4"]
+    assert not {"base_url", "api_key_env", "lookahead", "local_sequences", "batch"} & set(block)  # keys it never reads
+    assert list(block)[:4] == ["backend", "model", "concurrency", "timeout"]
     _, problems = parse_options(JudgeOptions, {"backend": "local", "gpu_memory_utilization": 0.5}, "judge")
     assert problems == ["judge.gpu_memory_utilization: read by backend vllm only; this block's backend is local"]
     _, problems = parse_options(JudgeOptions, {"backend": "openai", "base_url": "http://h/v1",

@@ -51,6 +51,9 @@ class Kind:
     doc: str
     capabilities: Capabilities
     problems: Callable[["JudgeOptions"], list[tuple[str, str]]] = field(default=lambda opts: [])
+    # a manifest's judge block lists every key of the other kinds too (as the first kinds' blocks always
+    # have: kept, so that their blocks read as before); False: only the keys this kind reads
+    block_lists_all: bool = False
 
 
 _KINDS: dict[str, Kind] = {}
@@ -108,10 +111,10 @@ def _problems_vllm(opts: "JudgeOptions") -> list[tuple[str, str]]:
 register(Kind(
     "local", "transformers in this process, offline (the packaged models, a folder, a GGUF)",
     Capabilities(logprobs=True, hidden_states=True, parallel_decoding=True, in_process=True),
-    _problems_local))
+    _problems_local, block_lists_all=True))
 register(Kind(
     "openai", "any OpenAI-compatible server you run or pay for (OpenAI, vLLM, Ollama, llama.cpp server)",
-    Capabilities(logprobs=True, batch_jobs=True, http=True, user_server=True)))
+    Capabilities(logprobs=True, batch_jobs=True, http=True, user_server=True), block_lists_all=True))
 register(Kind(
     "vllm", "vLLM's OpenAI-compatible server, started by the tool for the named model and stopped at the end",
     # a batching server: many requests in flight keep its batch full; a request queued behind others

@@ -173,14 +173,17 @@ class JudgeOptions(JudgingOptions, EngineOptions, TransportOptions):
         return cls(**{f.name: getattr(self, f.name) for f in fields(cls)})
 
     def as_block(self) -> dict[str, Any]:
-        """The block as a manifest writes it: every key this kind may read, in the order of manifests
-        written before the groups (a key `own` by other kinds is left out)."""
+        """The block as a manifest writes it, in the order of manifests written before the groups: the keys
+        this kind reads (local and openai: every key but those `own` by another kind, as their blocks
+        always listed them)."""
         known = {f.name: f for f in fields(self)}
         order = [k for k in MANIFEST_ORDER if k in known] + [k for k in known if k not in MANIFEST_ORDER]
+        every = get_kind(self.backend).block_lists_all if self.backend in kind_names() else True
         out: dict[str, Any] = {}
         for k in order:
             meta = known[k].metadata
-            if meta.get("own") and self.backend not in (meta.get("kinds") or ()):
+            kinds = meta.get("kinds")
+            if kinds is not None and self.backend not in kinds and (meta.get("own") or not every):
                 continue
             value = getattr(self, k)
             out[k] = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value

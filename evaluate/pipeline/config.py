@@ -153,7 +153,8 @@ def scrubbed_judge(judge: JudgeOptions) -> dict[str, Any]:
     replicas, or endpoints) without credentials."""
     out = judge.as_block()
     urls = out.get("base_url")
-    out["base_url"] = [scrub_url(u) for u in urls] if isinstance(urls, list) else scrub_url(urls) if urls else None
+    if "base_url" in out:  # a kind that starts its own server has none
+        out["base_url"] = [scrub_url(u) for u in urls] if isinstance(urls, list) else scrub_url(urls) if urls else None
     if out.get("endpoints"):
         out["endpoints"] = [{**e, "base_url": scrub_url(str(e.get("base_url", "")))} if isinstance(e, dict) else e
                             for e in out["endpoints"]]
