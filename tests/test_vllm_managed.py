@@ -289,8 +289,12 @@ def test_a_run_generates_rates_and_battles_on_one_server_killed_mid_run_then_res
 
     # 2. the same run again: only the missing answers are asked, then ratings and battles, one server
     second = Tool(tmp_path, "second", "--config", str(cfg), "--no-charts")
-    assert second.wait(900) == 0, second.stderr[-5000:]
+    code = second.wait(900)
     err = second.stderr
+    # SmolLM2-135M rarely writes a battle's score line ("7 4"); when none of its 12 verdicts can be read the
+    # run says so with exit 3, as for any judge (never a success); any other outcome must be exit 0
+    unreadable = "exit 3: GPT battles: 12 of 12 scores invalid" in err
+    assert code == (3 if unreadable else 0), err[-5000:]
     assert err.count(f"vllm: {MODEL} ready on") == 1, err  # generation and judging shared the server
     side = json.loads((out / "answers" / "model_c.json.generation.json").read_text())
     assert side["counts"]["answered"] == 12 and side["counts"]["cached"] == kept and side["missing"] == []
@@ -306,10 +310,12 @@ def test_a_run_generates_rates_and_battles_on_one_server_killed_mid_run_then_res
     ratings = [(r, c) for r, c in stored if r["max_tokens"] == 1 and r["top_logprobs"] > 0]
     assert len(ratings) == 24  # 12 questions x 2 models x relevance
     assert all(len(c["top_logprobs"]) == 1 and len(c["top_logprobs"][0]) >= 5 for _, c in ratings)
-    results = json.loads((out / "results" / "model_c.json").read_text())
-    scores = [s for item in results["items"] for k, s in (item.get("scores") or {}).items() if k == "GPT/relevance"]
-    assert len([s for s in scores if isinstance(s, (int, float))]) >= 6, results["items"][:2]
-    assert all(1 <= s <= 5 for s in scores if isinstance(s, (int, float)))
+    scores = [item["scores"].get("GPT/relevance") for m in ("model_a", "model_c")
+              for item in json.loads((out / "results" / f"{m}.json").read_text())["items"]]
+    valid = [s for s in scores if isinstance(s, (int, float))]
+    assert len(scores) == 24 and len(valid) >= 6 and all(1 <= s <= 5 for s in valid), scores
+    battles = [(r, c) for r, c in stored if r["max_tokens"] > 1]  # explain: false: 32 tokens
+    assert len(battles) == 24 and all(c["text"].strip() for _, c in battles)  # 12 questions, both orders
     battle = json.loads((out / "battles" / "model_a__vs__model_c.json").read_text())
     assert len(battle["items"]) == 12
     manifest = json.loads((out / "manifest.json").read_text())
