@@ -104,7 +104,8 @@ def main() -> int:
         assert not bad, bad[:3]
         tokens = sum(c.completion_tokens for c in out)
         results[name] = (tokens / seconds, [c.text for c in out])
-        print(f"{name:>14}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.2f} tokens/s; {info}", flush=True)
+        print(f"{name:>14}: {tokens} tokens in {seconds:.1f} s = {tokens / seconds:.2f} tokens/s; {info}; load "
+              f"average after it {os.getloadavg()[0]:.1f}", flush=True)
     (v_rate, v_text), (l_rate, l_text) = results["vllm server"], results["local backend"]
     same = sum(a == b for a, b in zip(v_text, l_text))
     faster = "local backend" if l_rate > v_rate else "vllm server"
