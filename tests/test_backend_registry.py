@@ -181,6 +181,9 @@ def test_a_vllm_block_has_its_engine_keys_and_refuses_another_kinds():
     _, problems = parse_options(JudgeOptions, {"backend": "vllm", "vllm_args": ["--port", "9"]}, "judge")
     assert problems == ["judge.vllm_args[0]: --port is set by the tool (the model, its served name, 127.0.0.1 "
                         "and a free port)"]
+    _, problems = parse_options(JudgeOptions, {"backend": "vllm", "vllm_args": ["--max-model-len=512"]}, "judge")
+    assert problems == ["judge.vllm_args[0]: --max-model-len is the key max_model_len of this block: set it there (the "
+                        "tool reads it: the signature, the CPU defaults, replies cut to fit)"]
     _, problems = parse_options(JudgeOptions, {"backend": "vllm", "batch": True}, "judge")
     assert any(p.startswith("judge.batch: batch jobs need") for p in problems)
 

@@ -18,12 +18,13 @@ Where vLLM lives and the server's flags: vllm_engine.py; the server's lifetime: 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ..core.errors import InputError
 from .base import Backend, Completion, JudgeRequest, ProgressFn
 from .retry import JudgeUnreachable, ResultFn
-from .vllm_engine import Install, check_install, engine, vllm_python
+from .vllm_engine import Engine, Install, check_install, engine, vllm_python
 from .vllm_server import ManagedServer, ServerFailed, ServerSpec, acquire, release
 
 if TYPE_CHECKING:
@@ -76,10 +77,17 @@ class VllmBackend(Backend):
             self._resolved = resolve_model(self.opts.model)
         return self._resolved
 
+    def engine(self) -> Engine:
+        return engine(self.opts, self.install())
+
     def signature(self) -> dict[str, Any]:
+        """The weights (as the local backend names them), the dtype and the longest sequence (a reply that
+        does not fit is cut), never where the server listens."""
         r = self.resolved()
-        dtype, _, _ = engine(self.opts, self.install())
-        sig: dict[str, Any] = {"backend": self.kind, "model": r.name, "weights_sha256": r.sha256, "dtype": dtype}
+        eng = self.engine()
+        sig: dict[str, Any] = {"backend": self.kind, "model": r.name, "weights_sha256": r.sha256, "dtype": eng.dtype}
+        if eng.max_model_len:
+            sig["max_model_len"] = eng.max_model_len
         if self.opts.quantization:
             sig["quantization"] = self.opts.quantization
         return sig
@@ -90,10 +98,15 @@ class VllmBackend(Backend):
             from ..models.convert import ensure_converted
 
             folder = ensure_converted(self.resolved())
-            _, flags, env = engine(self.opts, self.install())
-            self._spec = ServerSpec(self.install().python, str(folder), self.resolved().name,
-                                                tuple(flags), tuple(sorted(env.items())))
+            eng = self.engine()
+            self._spec = ServerSpec(self.install().python, str(folder), self.resolved().name, eng.flags, eng.env)
         return self._spec
+
+    def _fit(self, request: JudgeRequest) -> JudgeRequest:
+        """A request asking more tokens than the server's longest sequence asks that many (vLLM refuses it
+        otherwise; it cuts any reply to what fits after the prompt itself). The cache keeps the request as asked."""
+        most = self.engine().max_model_len
+        return replace(request, max_tokens=most) if most and request.max_tokens > most else request
 
     # ------------------------------------------------------------------ the server
     def _ready(self) -> "OpenAICompatBackend | None":
@@ -162,14 +175,14 @@ class VllmBackend(Backend):
         client = self._ready()
         if client is None:
             raise JudgeUnreachable(self.unreachable or "", sent=False)
-        return client.complete(request)
+        return client.complete(self._fit(request))
 
     def complete_many_indexed(self, requests: Sequence[JudgeRequest], on_result: ResultFn | None = None
                               ) -> list[Completion]:
         client = self._ready() if requests else None
         if client is None:
             return self._unsent(len(requests))  # the cache reports what comes back unreported
-        return client.complete_many_indexed(requests, on_result)
+        return client.complete_many_indexed([self._fit(r) for r in requests], on_result)
 
     def complete_many(self, requests: Sequence[JudgeRequest], progress: ProgressFn | None = None) -> list[Completion]:
         client = self._ready() if requests else None
@@ -179,7 +192,7 @@ class VllmBackend(Backend):
                 if progress is not None:
                     progress(c)
             return out
-        return client.complete_many(requests, progress)
+        return client.complete_many([self._fit(r) for r in requests], progress)
 
     def usage(self) -> dict[str, Any]:
         return self._client.usage() if self._client is not None else {}

@@ -30,6 +30,12 @@ SETUP = "make setup-vllm"
 CPU_KVCACHE_GIB = "2"  # VLLM_CPU_KVCACHE_SPACE when the environment does not set it
 CPU_MAX_MODEL_LEN = 4096
 TOOL_FLAGS = ("--model", "--served-model-name", "--host", "--port")  # set by the tool; refused in vllm_args
+KEYED_FLAGS = {"--dtype": "dtype", "--max-model-len": "max_model_len", "--tensor-parallel-size": "tensor_parallel_size",
+               "-tp": "tensor_parallel_size", "--data-parallel-size": "data_parallel_size",
+               "-dp": "data_parallel_size", "--gpu-memory-utilization": "gpu_memory_utilization",
+               "--quantization": "quantization", "-q": "quantization",
+               "--enable-prefix-caching": "enable_prefix_caching",
+               "--no-enable-prefix-caching": "enable_prefix_caching"}  # flags that are keys of the block
 
 
 def vllm_python(opts: Any) -> str:
@@ -95,9 +101,13 @@ def problems(opts: "JudgeOptions") -> list[tuple[str, str]]:
             out.append((key, "backend vllm starts its own server for the model; to use a server you run, "
                              "set backend: openai with base_url"))
     for i, arg in enumerate(opts.vllm_args):
-        if arg.split("=")[0] in TOOL_FLAGS:
-            out.append((f"vllm_args[{i}]", f"{arg.split('=')[0]} is set by the tool (the model, its served name, "
+        flag = arg.split("=")[0]
+        if flag in TOOL_FLAGS:
+            out.append((f"vllm_args[{i}]", f"{flag} is set by the tool (the model, its served name, "
                                            "127.0.0.1 and a free port)"))
+        elif flag in KEYED_FLAGS:
+            out.append((f"vllm_args[{i}]", f"{flag} is the key {KEYED_FLAGS[flag]} of this block: set it there "
+                                           "(the tool reads it: the signature, the CPU defaults, replies cut to fit)"))
     if not out:
         try:
             check_install(vllm_python(opts))
@@ -106,8 +116,18 @@ def problems(opts: "JudgeOptions") -> list[tuple[str, str]]:
     return out
 
 
-def engine(opts: "JudgeOptions", install: Install) -> tuple[str, list[str], dict[str, str]]:
-    """(the dtype flag, the server's flags, its environment) for these options on this vLLM build."""
+@dataclass(frozen=True)
+class Engine:
+    """How the server runs: what the signature names (dtype, the longest sequence) and what it is given."""
+
+    dtype: str  # the --dtype flag, or "auto" (none: vLLM picks from the weights)
+    max_model_len: int | None  # the --max-model-len flag, or None (the model's own)
+    flags: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+
+
+def engine(opts: "JudgeOptions", install: Install) -> Engine:
+    """The server's flags and environment for these options on this vLLM build."""
     dtype = "float32" if opts.dtype == "auto" and install.cpu else opts.dtype
     flags: list[str] = [] if dtype == "auto" else ["--dtype", dtype]
     max_len = opts.max_model_len or (CPU_MAX_MODEL_LEN if install.cpu else None)
@@ -128,4 +148,4 @@ def engine(opts: "JudgeOptions", install: Install) -> tuple[str, list[str], dict
         env["VLLM_CPU_KVCACHE_SPACE"] = os.environ.get("VLLM_CPU_KVCACHE_SPACE") or CPU_KVCACHE_GIB
     flags.append("--disable-uvicorn-access-log")  # one line per request would swamp the log
     flags += list(opts.vllm_args)
-    return dtype, flags, env
+    return Engine(dtype, max_len, tuple(flags), tuple(sorted(env.items())))
