@@ -1,0 +1,67 @@
+"""What a new user tripped on in the closing lines and the report (issue 39), each tried the way the user
+ran it: `python eval.py` in a subprocess on the bundled English example's answers (Metrics, or the fake
+OpenAI-compatible judge of tests/fake_openai_server.py where a judge is needed); the exit code, what the
+terminal says and what was written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    from tests.fake_openai_server import FakeOpenAIServer, Reply
+except ImportError:
+    from fake_openai_server import FakeOpenAIServer, Reply
+
+REPO = Path(__file__).resolve().parents[1]
+EN = REPO / "examples" / "en"
+
+
+def eval_py(*argv: str, timeout: float = 180, cwd: Path = REPO) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, str(REPO / "eval.py"), *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO), "NO_COLOR": "1",
+                                                "COLUMNS": "80", "EVAL_NO_PROGRESS": "1"})
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def write(tmp_path: Path, name: str = "c.json", **cfg) -> Path:
+    base = {"save_path": str(tmp_path / "out"), "target_file": str(EN / "targets.json"),
+            "answers": [{"name": "base", "path": str(EN / "answers_model_a.json")},
+                        {"name": "cand", "path": str(EN / "answers_model_b.json")}],
+            "category": {"classification": {"Metrics": ["F1 score"]}}}
+    base.update(cfg)
+    p = tmp_path / name
+    p.write_text(json.dumps(base))
+    return p
+
+
+def judge_block(url: str, **kw) -> dict:
+    return {"backend": "openai", "model": "fake-judge", "base_url": url, "max_retries": 1, "timeout": 5,
+            "mode": "generate", **kw}
+
+
+def closing(out: str) -> str:
+    return out[out.rindex("mean, all items"):]
+
+
+# ------------------------------------------------------------------ 1. "no difference"
+def test_a_large_gap_on_few_items_is_no_detectable_difference_not_no_difference(tmp_path):
+    """F1 1.00 against 0.00 on 3 items: no test at this n can call it, and the verdict column says so
+    ("no detectable difference"), never "no difference" (before: "no difference" in every row)."""
+    cfg = write(tmp_path, category={"classification": {"Metrics": ["F1 score", "CHRF"]}})
+    code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0, err[-3000:]
+    text = closing(out)
+    pair = text.split("base vs cand:")[1]
+    row = next(x for x in pair.splitlines() if x.strip().startswith("Metrics/F1"))
+    assert row.split()[1] == "1.000" and row.rstrip().endswith("no detectable difference"), row
+    assert "no difference" not in out
+    assert all(len(x) <= 80 for x in text.splitlines() if not x.startswith(("report:", "manifest:", "results:",
+                                                                             "summary:", "compare:"))), text
