@@ -65,3 +65,32 @@ def test_a_large_gap_on_few_items_is_no_detectable_difference_not_no_difference(
     assert "no difference" not in out
     assert all(len(x) <= 80 for x in text.splitlines() if not x.startswith(("report:", "manifest:", "results:",
                                                                              "summary:", "compare:"))), text
+
+
+# ------------------------------------------------------------------ 2. 9 primary comparisons in the terminal, 8 in the report
+ANSWERS_A = json.loads((EN / "answers_model_a.json").read_text(encoding="utf-8"))
+
+
+def base_wins_every_battle(rec) -> Reply:
+    """Ratings 2-4 by the prompt's length; every battle won by base's answer."""
+    text = rec.user_text
+    if "[Assistant 1's answer]" in text:
+        first = text.split("[Assistant 1's answer]")[1].split("[End of Assistant 1's answer]")[0].strip()
+        return Reply(content="9 2" if any(first == a["output"].strip() for a in ANSWERS_A) else "2 9")
+    return Reply(content=str(2 + len(text) % 3))
+
+
+def test_the_terminal_counts_the_primary_comparisons_the_report_counts(tmp_path):
+    """Three primary scores and a battle: the report says "of 3 confirmatory comparisons"; the terminal
+    said "of 4 primary comparisons (3 scores and the battle)". Now both count 3, the battle's verdict beside."""
+    cats = ["classification", "extraction", "generation", "open_qa", "rewriting"]
+    with FakeOpenAIServer(reply_fn=base_wins_every_battle) as s:
+        cfg = write(tmp_path, battle=True, judge=judge_block(s.url),
+                    category={c: {"GPT": ["relevance"], "Metrics": ["CHRF", "ROUGE"]} for c in cats})
+        code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0, err[-3000:]
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    in_report = int(html.split(" confirmatory comparisons")[0].rsplit("of ", 1)[1])
+    head = " ".join(x.strip() for x in closing(out).split("base vs cand:")[1].split("\n  score ")[0].splitlines())
+    assert in_report == 3 and f"of {in_report} primary scores;" in head, head
+    assert head.endswith("battle: base better"), head

@@ -203,13 +203,13 @@ def _pair_block(comp: dict[str, Any], keys: list[str], data: RunLog, width: int,
     if conf and all(_no_valid(r) for r in conf) and battle is None:
         head = f"{a} vs {b}: no valid scores to compare (every primary score is invalid; see the invalid count below)"
     else:
+        # the scores alone, as the report counts them: the battle is not in the Bonferroni family of the
+        # primary scores (issue 39: the terminal said 9 primary comparisons where the report said 8)
         na, nb = (sum(r.get("verdict") == v for r in conf) for v in ("A better", "B better"))
-        na, nb = na + (battle == "A"), nb + (battle == "B")
-        total = len(conf) + (battle is not None)
-        what = (f"{len(conf)} score{'s' * (len(conf) != 1)} and the battle" if battle is not None
-                else f"{len(conf)} score{'s' * (len(conf) != 1)}")
         head = (f"{a} vs {b}: {a} better on {na}, {b} better on {nb}, no detectable difference on "
-                f"{total - na - nb} of {total} primary comparisons ({what})")
+                f"{len(conf) - na - nb} of {len(conf)} primary score{'s' * (len(conf) != 1)}")
+        if battle is not None:
+            head += f"; battle: {({'A': a, 'B': b}[battle] + ' better') if battle else NO_DIFFERENCE}"
     lines = _wrap(head, width)
     m = method.get("confirmatory_tests") or len(conf)
     sw = max(10, min(PAIR_SCORE_W, width - 60))
