@@ -94,3 +94,31 @@ def test_the_terminal_counts_the_primary_comparisons_the_report_counts(tmp_path)
     head = " ".join(x.strip() for x in closing(out).split("base vs cand:")[1].split("\n  score ")[0].splitlines())
     assert in_report == 3 and f"of {in_report} primary scores;" in head, head
     assert head.endswith("battle: base better"), head
+
+
+# ------------------------------------------------------------------ 3. a gate that cannot fail
+def test_a_gate_that_cannot_fail_at_this_number_of_items_says_it_has_no_power(tmp_path):
+    """cand scores 0 on every classification item where base scores 1 (F1), yet with 3 items the exact
+    test's smallest p is 0.25: --fail-if-worse could not fail. It passes (exit 0) but says "without
+    power" and the items it needs, on the run and on `eval.py summary`, and in --markdown."""
+    cfg = write(tmp_path)
+    code, out, err = eval_py("--config", str(cfg), "--no-charts", "--fail-if-worse", "cand:base:F1",
+                             "--markdown", str(tmp_path / "s.md"))
+    assert code == 0, err[-3000:]
+    line = next(x for x in out.splitlines() if x.startswith("gate "))
+    assert line.startswith("gate passed without power: --fail-if-worse cand:base:F1: "), line
+    assert "with 3 paired items" in line and "could not fail; it needs at least 6 items" in line, line
+    assert "passed without power" in (tmp_path / "s.md").read_text()
+    code, out, _ = eval_py("summary", str(tmp_path / "out"), "--fail-if-worse", "cand:base:F1")
+    assert code == 0 and line in out.splitlines()
+
+
+def test_a_gate_with_the_items_to_fail_keeps_its_plain_line(tmp_path):
+    """12 paired items: the gate's row has an interval and could fail; a pass keeps its plain line (the
+    no-power words are only for a gate that could not fail)."""
+    cats = ["classification", "extraction", "generation", "open_qa"]
+    cfg = write(tmp_path, category={c: {"Metrics": ["CHRF"]} for c in cats})
+    code, out, err = eval_py("--config", str(cfg), "--no-charts", "--fail-if-worse", "base:cand:CHRF")
+    line = next(x for x in out.splitlines() if x.startswith("gate "))
+    assert line.startswith("gate passed: --fail-if-worse base:cand:CHRF: base vs cand"), line
+    assert "power" not in line

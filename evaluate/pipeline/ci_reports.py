@@ -298,6 +298,7 @@ def markdown_text(sections: list[RunSection]) -> str:
         out += _pairs(data, keys) + _battles(data, models) + _left_out(data.manifest or {})
         if sec.gates:
             out += _table(["gate", "result", "detail"],
-                          [[f"`{g.name}`", "passed" if g.passed else "**FAILED**",
-                            g.checked if g.passed else "; ".join(g.failures)] for g in sec.gates])
+                          [[f"`{g.name}`", ("passed without power" if g.no_power else "passed") if g.passed else "**FAILED**",
+                            (f"{g.checked}; {g.no_power}" if g.no_power else g.checked) if g.passed
+                            else "; ".join(g.failures)] for g in sec.gates])
     return "\n".join(out).rstrip() + "\n"
