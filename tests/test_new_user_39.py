@@ -122,3 +122,44 @@ def test_a_gate_with_the_items_to_fail_keeps_its_plain_line(tmp_path):
     line = next(x for x in out.splitlines() if x.startswith("gate "))
     assert line.startswith("gate passed: --fail-if-worse base:cand:CHRF: base vs cand"), line
     assert "power" not in line
+
+
+# ------------------------------------------------------------------ 4. --fail-on-untrusted-judge without a check
+def test_the_judge_gate_without_a_check_says_how_to_run_one_and_the_way_it_says_works(tmp_path):
+    """No check stored: the gate fails naming `--judge-check N` on this command (before: "not checked" and
+    only the separate `eval.py judge-check`); the command it names runs the check, and the gate then
+    reads a check's verdict, not "not checked"."""
+    with FakeOpenAIServer(reply_fn=base_wins_every_battle) as s:
+        cfg = write(tmp_path, battle=False, judge=judge_block(s.url),
+                    category={"classification": {"GPT": ["relevance"]}})
+        code, out, err = eval_py("--config", str(cfg), "--no-charts", "--fail-on-untrusted-judge")
+        assert code == 1, err[-3000:]
+        line = next(x for x in out.splitlines() if x.startswith("gate FAILED: --fail-on-untrusted-judge"))
+        assert "not checked" in line and f"eval.py --config {cfg} --judge-check 20 --fail-on-untrusted-judge" in line
+        code, out, err = eval_py("--config", str(cfg), "--no-charts", "--judge-check", "2",
+                                 "--fail-on-untrusted-judge")
+        line = next(x for x in out.splitlines() if x.startswith("gate ") and "--fail-on-untrusted-judge" in x)
+        assert "not checked" not in line and "judge check: " in line, line
+        assert code == (0 if line.startswith("gate passed") else 1)
+
+
+def test_the_judge_gate_on_a_saved_mt_bench_run_names_its_judge_check_flag(tmp_path):
+    """`eval.py summary` of an MT-bench save path with --fail-on-untrusted-judge: MT-bench asks a judge (before:
+    exit 2, "this run asks no judge for GPT scores"); no check stored: exit 1 naming mt-bench's --judge-check."""
+    data = REPO.parent / "shared" / "data"
+    bench, answers = data / "fastchat_mt_bench" / "fastchat" / "llm_judge" / "data" / "mt_bench", \
+        data / "mt_bench" / "model_answer"
+    if not (bench / "question.jsonl").exists() or not (answers / "gpt-3.5-turbo.jsonl").exists():
+        pytest.skip("../shared/data/fastchat_mt_bench or mt_bench/model_answer is not present")
+    with FakeOpenAIServer(reply_fn=lambda rec: Reply(content="Fine.\n\nRating: [[5]]")) as s:
+        judge = tmp_path / "judge.yaml"
+        judge.write_text(json.dumps({"judge": {"backend": "openai", "model": "gpt-4", "base_url": s.url,
+                                               "max_retries": 0}}))
+        code, out, err = eval_py("mt-bench", "--data", str(bench), "--answers", str(answers / "vicuna-13b-v1.3.jsonl"),
+                                 str(answers / "gpt-3.5-turbo.jsonl"), "--judge-config", str(judge), "--mode", "single",
+                                 "--save_path", str(tmp_path / "mt"), "--limit", "1", "--no-charts")
+    assert code == 0, err[-3000:]
+    code, out, err = eval_py("summary", str(tmp_path / "mt"), "--fail-on-untrusted-judge")
+    assert code == 1, err[-3000:]
+    line = next(x for x in out.splitlines() if x.startswith("gate FAILED: --fail-on-untrusted-judge"))
+    assert "add --judge-check N to the `eval.py mt-bench` command" in line, line

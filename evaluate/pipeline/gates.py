@@ -272,8 +272,8 @@ class GateView:
         scores = sorted({k for r in res for block in _blocks(r) for k in block})
         battles = any({(b.get("summary") or {}).get("model_a"), (b.get("summary") or {}).get("model_b")}
                       <= set(self.gated) for b in self.battles)
-        return Known(models=list(self.gated), categories=cats, scores=scores, battles=battles,
-                     judge=any(k.startswith("GPT/") for k in scores))
+        judged = any(k.startswith("GPT/") for k in scores) or bool(self.manifest.get("judge_check"))  # a benchmark's
+        return Known(models=list(self.gated), categories=cats, scores=scores, battles=battles, judge=judged)
 
 
 def _matches(key: str, score: str) -> bool:
@@ -473,7 +473,25 @@ def judge_gate(manifest: dict[str, Any]) -> GateResult:
     jc = manifest.get("judge_check") or {}
     if jc.get("trustworthy") is True:
         return GateResult("--fail-on-untrusted-judge", "", [], f"judge check: {jc.get('verdict') or 'passed'}")
+    if jc.get("checked") is not True:
+        why = ("not checked: no judge check of this judge and these prompts is stored in the save path; run one: "
+               + how_to_check(manifest))
+        return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {why}"], "")
     return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {jc.get('verdict') or 'not checked'}"], "")
+
+
+def how_to_check(manifest: dict[str, Any]) -> str:
+    """The command that checks the judge a save path's run used, in words (issue 39: the gate failed on
+    "not checked" without saying how to check)."""
+    bench = manifest.get("benchmark")
+    if bench == "mt_bench":
+        return "add --judge-check N to the `eval.py mt-bench` command (N of the run's judged turns are checked)"
+    cfg = manifest.get("config_file")
+    if bench:
+        return f"`eval.py judge-check --config {cfg or 'CFG'}` with this judge and this save_path stores one"
+    return (f"add --judge-check N to the run (`eval.py --config {cfg or 'CFG'} --judge-check 20 "
+            f"--fail-on-untrusted-judge`: N sanity pairs per corruption, checked before the run), or "
+            f"`eval.py judge-check --config {cfg or 'CFG'}` stores one for later runs")
 
 
 def evaluate(gates: Gates, view: GateView) -> list[GateResult]:
