@@ -249,8 +249,9 @@ def test_rule_checks_by_name_and_their_reasons():
 
 def test_junit_and_markdown_paths_checked_before_the_run(tmp_path):
     cfg = write(tmp_path)
+    (tmp_path / "no").write_text("a file where a folder would be made")
     code, out, err = eval_py("--config", str(cfg), "--junit", str(tmp_path / "no" / "such" / "j.xml"))
-    assert code == 2 and "--junit" in err.strip().splitlines()[-1] and "does not exist" in err
+    assert code == 2 and "--junit" in err.strip().splitlines()[-1] and "cannot be made" in err
     assert not (tmp_path / "out").exists()
 
 

@@ -163,3 +163,19 @@ def test_the_judge_gate_on_a_saved_mt_bench_run_names_its_judge_check_flag(tmp_p
     assert code == 1, err[-3000:]
     line = next(x for x in out.splitlines() if x.startswith("gate FAILED: --fail-on-untrusted-judge"))
     assert "add --judge-check N to the `eval.py mt-bench` command" in line, line
+
+
+# ------------------------------------------------------------------ 5. --junit / --markdown into a new folder
+def test_junit_and_markdown_make_their_folders(tmp_path):
+    """`--junit reports/ci/eval.xml --markdown reports/md/eval.md` where reports/ does not exist yet (a fresh
+    CI checkout): both written, their folders made (before: exit 2, "the folder ... does not exist"); the
+    same from `eval.py summary`."""
+    cfg = write(tmp_path)
+    junit, md = tmp_path / "reports" / "ci" / "eval.xml", tmp_path / "reports" / "md" / "eval.md"
+    code, out, err = eval_py("--config", str(cfg), "--no-charts", "--fail-under", "F1=0.1",
+                             "--junit", str(junit), "--markdown", str(md))
+    assert code == 1, err[-3000:]  # cand's F1 is 0: the gate fails, the files still say so
+    assert "gate FAILED: --fail-under F1=0.1" in junit.read_text() and "**FAILED**" in md.read_text()
+    again = tmp_path / "later" / "eval.md"
+    code, out, err = eval_py("summary", str(tmp_path / "out"), "--markdown", str(again))
+    assert code == 0 and again.read_text().strip(), err[-3000:]
