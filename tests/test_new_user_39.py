@@ -179,3 +179,18 @@ def test_junit_and_markdown_make_their_folders(tmp_path):
     again = tmp_path / "later" / "eval.md"
     code, out, err = eval_py("summary", str(tmp_path / "out"), "--markdown", str(again))
     assert code == 0 and again.read_text().strip(), err[-3000:]
+
+
+# ------------------------------------------------------------------ 9. an absolute save_path with /../
+def test_an_absolute_save_path_with_dotdot_is_printed_and_stored_without_it(tmp_path):
+    """save_path: /tmp/.../never/../out (the folder `never` does not exist): the run writes tmp/out, prints
+    and stores that path (before: every path printed with "/never/../", and `never/` made on the way)."""
+    cfg = write(tmp_path, save_path=f"{tmp_path}/never/../out")
+    code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0, err[-3000:]
+    assert f"report:   {tmp_path}/out/report.html" in out.splitlines()
+    assert "/../" not in out + err and not (tmp_path / "never").exists()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["config"]["save_path"] == str(tmp_path / "out")
+    code, out, err = eval_py("--config", str(cfg), "--no-charts", "--save_path", f"{tmp_path}/flag/../out2")
+    assert code == 0 and f"report:   {tmp_path}/out2/report.html" in out.splitlines(), err[-3000:]

@@ -118,7 +118,9 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
     if args.target_file:
         cfg.target_file = Path(args.target_file)
     if args.save_path:
-        cfg.save_path = Path(args.save_path)
+        from ..pipeline.config import without_dotdot
+
+        cfg.save_path = without_dotdot(Path(args.save_path).expanduser())
     elif "save_path" not in cfg.raw:
         cfg.save_path = Path("results")
     if args.battle_prompt_file:
