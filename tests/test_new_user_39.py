@@ -194,3 +194,21 @@ def test_an_absolute_save_path_with_dotdot_is_printed_and_stored_without_it(tmp_
     assert manifest["config"]["save_path"] == str(tmp_path / "out")
     code, out, err = eval_py("--config", str(cfg), "--no-charts", "--save_path", f"{tmp_path}/flag/../out2")
     assert code == 0 and f"report:   {tmp_path}/out2/report.html" in out.splitlines(), err[-3000:]
+
+
+# ------------------------------------------------------------------ 8. clsed_qa beside closed_qa
+def test_a_config_category_close_to_a_covered_one_is_warned_about(tmp_path):
+    """`clsed_qa: {Metrics: [BLEU]}` beside `closed_qa: {Metrics: [CHRF]}`: the run goes on (closed_qa's
+    records are all scored), but the plan, the closing lines and the manifest say that clsed_qa's BLEU runs
+    nowhere, with did-you-mean (before: nothing said). A far name (ColossalAI's unused categories) is quiet."""
+    cfg = write(tmp_path, category={"closed_qa": {"Metrics": ["CHRF"]}, "clsed_qa": {"Metrics": ["BLEU"]},
+                                    "logical_reasoning": {"Metrics": ["CHRF"]}})
+    code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0, err[-3000:]
+    said = 'warning: category.clsed_qa: no record has category "clsed_qa", so its scores (Metrics: BLEU) run nowhere; ' \
+           'did you mean "closed_qa"'
+    assert said in err
+    assert said in " ".join(x.strip() for x in closing(out).splitlines())
+    notes = json.loads((tmp_path / "out" / "manifest.json").read_text())["plan"]["notes"]
+    assert [n["text"][:len(said)] for n in notes] == [said]
+    assert not any("logical_reasoning" in n["text"] for n in notes)
