@@ -212,3 +212,49 @@ def test_a_config_category_close_to_a_covered_one_is_warned_about(tmp_path):
     notes = json.loads((tmp_path / "out" / "manifest.json").read_text())["plan"]["notes"]
     assert [n["text"][:len(said)] for n in notes] == [said]
     assert not any("logical_reasoning" in n["text"] for n in notes)
+
+
+# ------------------------------------------------------------------ 7. --limit into a save path that holds a fuller run
+def _items(save: Path, model: str) -> int:
+    return len(json.loads((save / "results" / f"{model}.json").read_text())["items"])
+
+
+def test_limit_into_a_fuller_save_path_is_refused_without_force(tmp_path):
+    """A full run, then `--limit 1` into the same save path: refused before any work, naming the model and
+    what would be dropped; the full results stay (before: silently replaced by the 10-item subset).
+    `--force` replaces them. Then a config scoring another model beside the limited one (a later full run)
+    would mix 10 and 25 items under "mean, all items": refused too, unless --force."""
+    cfg = write(tmp_path, category={"classification": {"Metrics": ["F1 score"]}, "closed_qa": {"Metrics": ["CHRF"]}})
+    out_dir = tmp_path / "out"
+    code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0 and _items(out_dir, "base") == 25, err[-3000:]
+    manifest = (out_dir / "manifest.json").read_bytes()
+    code, out, err = eval_py("--config", str(cfg), "--no-charts", "--limit", "1")
+    assert code == 2, err[-3000:]
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: --limit 1: ") and "fuller results of base (5 scored items)" in line, line
+    assert "drop 3 of them" in line and "--save_path" in line and "--force" in line
+    assert _items(out_dir, "base") == 25 and (out_dir / "manifest.json").read_bytes() == manifest
+
+    code, out, err = eval_py("--config", str(cfg), "--no-charts", "--limit", "1", "--force")
+    assert code == 0 and _items(out_dir, "base") == 10, err[-3000:]
+
+    other = write(tmp_path, "other.json", answers=[{"name": "base", "path": str(EN / "answers_model_a.json")},
+                                                    {"name": "other", "path": str(EN / "answers_model_b.json")}],
+                  category={"classification": {"Metrics": ["F1 score"]}, "closed_qa": {"Metrics": ["CHRF"]}})
+    code, out, err = eval_py("--config", str(other), "--no-charts")
+    assert code == 2, err[-3000:]
+    line = err.strip().splitlines()[-1]
+    assert "results of cand from an earlier run (10 items, --limit 1)" in line and "its own 25 items" in line, line
+    code, out, err = eval_py("--config", str(other), "--no-charts", "--force")
+    assert code == 0, err[-3000:]
+
+
+def test_limit_into_its_own_save_path_or_a_limited_one_runs(tmp_path):
+    """A quick look first and the full run after it into the same save path (README's order) is not refused:
+    the full run replaces the subset."""
+    cfg = write(tmp_path)
+    assert eval_py("--config", str(cfg), "--no-charts", "--limit", "1")[0] == 0
+    assert eval_py("--config", str(cfg), "--no-charts", "--limit", "2")[0] == 0
+    code, out, err = eval_py("--config", str(cfg), "--no-charts")
+    assert code == 0 and _items(tmp_path / "out", "cand") == 25, err[-3000:]

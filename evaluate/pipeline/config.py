@@ -103,6 +103,7 @@ class RunConfig:
     primary: list[str] | None = None  # confirmatory scores of each pair (`Family/name`); None: a default per family
     summary_scores: list[str] | None = None  # scores of the closing lines; None: the primary scores
     missing: str = "refuse"  # an item some model did not answer: refuse the run, or score the common items
+    force: bool = False  # --force: replace a fuller run's results with a --limit run's, or mix item sets
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property

@@ -29,6 +29,7 @@ from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
 from .config import RunConfig, check_judge_model, check_model_names, judge_reachability, resolve_score_names
 from .gates import known_of
+from .item_sets import check_item_sets
 from .outputs import write_outputs
 from .plan import Plan, Prepared, family_context, load_inputs, with_scale
 from .savedir import SaveDir
@@ -103,6 +104,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     if check is not None:
         check(prep)
     plan, fam_objs, sets = prep.plan, prep.fam_objs, prep.sets
+    check_item_sets(cfg.save_path, sets, cfg.limit, cfg.force)  # before the lock: nothing written when refused
     run_id = new_run_id()
     started = time.time()
     ensure_dir(cfg.save_path, "save_path")
