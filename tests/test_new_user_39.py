@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -143,21 +144,27 @@ def test_the_judge_gate_without_a_check_says_how_to_run_one_and_the_way_it_says_
         assert code == (0 if line.startswith("gate passed") else 1)
 
 
+MT_DATA = REPO.parent / "shared" / "data"
+MT_BENCH = MT_DATA / "fastchat_mt_bench" / "fastchat" / "llm_judge" / "data" / "mt_bench"
+MT_ANSWERS = MT_DATA / "mt_bench" / "model_answer"
+
+
+def mt_bench(tmp_path: Path, url: str, *extra: str, save: str = "mt") -> tuple[int, str, str]:
+    """`eval.py mt-bench` on one question a category of FastChat's two real answer files, single mode."""
+    if not (MT_BENCH / "question.jsonl").exists() or not (MT_ANSWERS / "gpt-3.5-turbo.jsonl").exists():
+        pytest.skip("../shared/data/fastchat_mt_bench or mt_bench/model_answer is not present")
+    judge = tmp_path / "judge.yaml"
+    judge.write_text(json.dumps({"judge": {"backend": "openai", "model": "gpt-4", "base_url": url, "max_retries": 0}}))
+    return eval_py("mt-bench", "--data", str(MT_BENCH), "--answers", str(MT_ANSWERS / "vicuna-13b-v1.3.jsonl"),
+                   str(MT_ANSWERS / "gpt-3.5-turbo.jsonl"), "--judge-config", str(judge), "--mode", "single",
+                   "--save_path", str(tmp_path / save), "--limit", "1", "--no-charts", *extra)
+
+
 def test_the_judge_gate_on_a_saved_mt_bench_run_names_its_judge_check_flag(tmp_path):
     """`eval.py summary` of an MT-bench save path with --fail-on-untrusted-judge: MT-bench asks a judge (before:
     exit 2, "this run asks no judge for GPT scores"); no check stored: exit 1 naming mt-bench's --judge-check."""
-    data = REPO.parent / "shared" / "data"
-    bench, answers = data / "fastchat_mt_bench" / "fastchat" / "llm_judge" / "data" / "mt_bench", \
-        data / "mt_bench" / "model_answer"
-    if not (bench / "question.jsonl").exists() or not (answers / "gpt-3.5-turbo.jsonl").exists():
-        pytest.skip("../shared/data/fastchat_mt_bench or mt_bench/model_answer is not present")
     with FakeOpenAIServer(reply_fn=lambda rec: Reply(content="Fine.\n\nRating: [[5]]")) as s:
-        judge = tmp_path / "judge.yaml"
-        judge.write_text(json.dumps({"judge": {"backend": "openai", "model": "gpt-4", "base_url": s.url,
-                                               "max_retries": 0}}))
-        code, out, err = eval_py("mt-bench", "--data", str(bench), "--answers", str(answers / "vicuna-13b-v1.3.jsonl"),
-                                 str(answers / "gpt-3.5-turbo.jsonl"), "--judge-config", str(judge), "--mode", "single",
-                                 "--save_path", str(tmp_path / "mt"), "--limit", "1", "--no-charts")
+        code, out, err = mt_bench(tmp_path, s.url)
     assert code == 0, err[-3000:]
     code, out, err = eval_py("summary", str(tmp_path / "mt"), "--fail-on-untrusted-judge")
     assert code == 1, err[-3000:]
@@ -258,3 +265,28 @@ def test_limit_into_its_own_save_path_or_a_limited_one_runs(tmp_path):
     assert eval_py("--config", str(cfg), "--no-charts", "--limit", "2")[0] == 0
     code, out, err = eval_py("--config", str(cfg), "--no-charts")
     assert code == 0 and _items(tmp_path / "out", "cand") == 25, err[-3000:]
+
+
+# ------------------------------------------------------------------ 6. the MT-bench report's Run block
+def test_the_mt_bench_run_block_has_its_config_hash_and_judge_usage(tmp_path):
+    """16 questions' turns judged (32 calls): the manifest and the report's Run block hold the start, the
+    config's hash and the judge's usage with its 32 requests and the server's tokens (before: sha256 "–"
+    and judge usage "none")."""
+    with FakeOpenAIServer(reply_fn=lambda rec: Reply(content="Fine.\n\nRating: [[5]]", usage=(10, 3))) as s:
+        code, out, err = mt_bench(tmp_path, s.url)
+        calls = s.chat_calls
+    assert code == 0, err[-3000:]
+    manifest = json.loads((tmp_path / "mt" / "manifest.json").read_text())
+    assert calls == 32 and manifest["started"]
+    assert re.fullmatch(r"[0-9a-f]{64}", manifest["config_hash"] or ""), manifest["config_hash"]
+    usage = manifest["usage"]["MT-bench"]
+    assert (usage["requests"], usage["cache_misses"], usage["prompt_tokens"], usage["completion_tokens"]) == \
+        (32, 32, 320, 96)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", (tmp_path / "mt" / "report.html").read_text()))
+    run = text[text.index(" Run run "):]
+    assert f"sha256 {manifest['config_hash']}" in run and "judge usage MT-bench: requests 32," in run, run[:1500]
+    assert f"started / finished {manifest['started']}" in run
+    # the same files judged again: every judgment read from the file, no call made
+    with FakeOpenAIServer(reply_fn=lambda rec: Reply(content="Fine.\n\nRating: [[5]]")) as s:
+        code, out, err = mt_bench(tmp_path, s.url)
+        assert code == 0 and s.chat_calls == 0, err[-3000:]

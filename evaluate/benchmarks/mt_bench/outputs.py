@@ -260,7 +260,6 @@ class MTBench(Benchmark):
     generates = "mt-bench"
     summary = "MT-bench from FastChat's files and judge prompts"
     description = "MT-bench judged as FastChat's gen_judgment.py does, scored as its show_result.py does."
-    metered = False  # the judge check reads the judge's own usage
     dry_run_cost = False
     _config_judge: Any = None
 
@@ -415,7 +414,8 @@ class MTBench(Benchmark):
             "models": models, "judge_check": _check_summary(record, run.key),
             "config": config_dict(args.data, args.answers, args.mode, run.baseline, args.judge_prompts, args.limit,
                                   args.judge_check, args.save_path, scrubbed_judge(run.judge)),
-            self.key: {k: judged.summary[k] for k in ("mode", "baseline", "counts", "files")}})
+            self.key: {k: judged.summary[k] for k in ("mode", "baseline", "counts", "files")},
+            **({"config_file": str(args.config)} if args.config else {})})
 
     def exit_line(self, log: Any, scored: Scored) -> str:
         counts = scored.detail["counts"]
