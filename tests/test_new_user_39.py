@@ -149,12 +149,13 @@ MT_BENCH = MT_DATA / "fastchat_mt_bench" / "fastchat" / "llm_judge" / "data" / "
 MT_ANSWERS = MT_DATA / "mt_bench" / "model_answer"
 
 
-def mt_bench(tmp_path: Path, url: str, *extra: str, save: str = "mt") -> tuple[int, str, str]:
+def mt_bench(tmp_path: Path, url: str, *extra: str, save: str = "mt", **judge_keys: str) -> tuple[int, str, str]:
     """`eval.py mt-bench` on one question a category of FastChat's two real answer files, single mode."""
     if not (MT_BENCH / "question.jsonl").exists() or not (MT_ANSWERS / "gpt-3.5-turbo.jsonl").exists():
         pytest.skip("../shared/data/fastchat_mt_bench or mt_bench/model_answer is not present")
     judge = tmp_path / "judge.yaml"
-    judge.write_text(json.dumps({"judge": {"backend": "openai", "model": "gpt-4", "base_url": url, "max_retries": 0}}))
+    judge.write_text(json.dumps({"judge": {"backend": "openai", "model": "gpt-4", "base_url": url, "max_retries": 0,
+                                           **judge_keys}}))
     return eval_py("mt-bench", "--data", str(MT_BENCH), "--answers", str(MT_ANSWERS / "vicuna-13b-v1.3.jsonl"),
                    str(MT_ANSWERS / "gpt-3.5-turbo.jsonl"), "--judge-config", str(judge), "--mode", "single",
                    "--save_path", str(tmp_path / save), "--limit", "1", "--no-charts", *extra)
@@ -290,3 +291,26 @@ def test_the_mt_bench_run_block_has_its_config_hash_and_judge_usage(tmp_path):
     with FakeOpenAIServer(reply_fn=lambda rec: Reply(content="Fine.\n\nRating: [[5]]")) as s:
         code, out, err = mt_bench(tmp_path, s.url)
         assert code == 0 and s.chat_calls == 0, err[-3000:]
+
+
+# ------------------------------------------------------------------ 10. the MT-bench dry run and the judge cache
+def test_the_mt_bench_dry_run_counts_what_the_judge_cache_holds_as_not_to_send(tmp_path):
+    """Two save paths sharing one judge cache (`judge.cache`): after the first run, the second's dry run
+    counts its 32 calls "in the cache", 0 to send (before: 32 to send), and the run then sends none."""
+    reply = lambda rec: Reply(content="Fine.\n\nRating: [[5]]")  # noqa: E731
+    with FakeOpenAIServer(reply_fn=reply) as s:
+        code, out, err = mt_bench(tmp_path, s.url, save="a", cache=str(tmp_path / "shared.sqlite"))
+        assert code == 0 and s.chat_calls == 32, err[-3000:]
+        code, out, err = mt_bench(tmp_path, s.url, "--dry-run", save="b", cache=str(tmp_path / "shared.sqlite"))
+        assert code == 0 and s.chat_calls == 32, err[-3000:]
+        head, *rows = out.splitlines()[1:]
+        assert head.split() == ["prompt", "judge", "calls", "in", "the", "file", "in", "the", "cache", "to", "send"]
+        total = next(r for r in rows if r.startswith("total")).split()
+        assert total == ["total", "32", "0", "32", "0"], out
+        assert not (tmp_path / "b").exists()  # a dry run writes nothing
+        code, out, err = mt_bench(tmp_path, s.url, save="b", cache=str(tmp_path / "shared.sqlite"))
+        assert code == 0 and s.chat_calls == 32, err[-3000:]  # what the dry run said: nothing sent
+        # a cache that does not hold them: all to send, and no cache file is made by the dry run
+        code, out, err = mt_bench(tmp_path, s.url, "--dry-run", save="c", cache=str(tmp_path / "other.sqlite"))
+        total = next(r for r in out.splitlines() if r.startswith("total")).split()
+        assert code == 0 and total == ["total", "32", "0", "0", "32"] and not (tmp_path / "other.sqlite").exists()
