@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..backends.registry import capabilities
 from ..core.errors import InputError
 from ..families import family_names
 from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config
@@ -206,8 +207,9 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
         with _stand_ins(cfg):
             print(plan_only(cfg, families, check=_known_check(gates))["plan_text"])
         if args.probe:
-            if cfg.judge.backend != "openai":
-                print(f"probe: the judge is a local model ({cfg.judge.model}); there is no server to ask")
+            if not capabilities(cfg.judge).user_server:
+                print(f"probe: the judge ({cfg.judge.backend}, {cfg.judge.model}) has no server of yours to ask"
+                      + (" (the tool starts its own)" if capabilities(cfg.judge).starts_server else ""))
             else:
                 results, down = probe_judge(cfg.judge, cfg.openai_key)
                 for r in results:

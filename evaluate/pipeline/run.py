@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..backends.probing import ProbingPool
+from ..backends.registry import capabilities
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
 from ..core.records import Record
@@ -24,6 +25,7 @@ from ..savepath import layout
 from ..savepath import read as savepath_read
 from ..savepath.lock import SaveLock
 from ..savepath.manifest import iso as _iso, new_manifest, new_run_id
+from ..savepath.write import server_logs
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
@@ -59,7 +61,7 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(),
            "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
-    if cfg.judge.backend == "openai" or cfg.judge.price:
+    if capabilities(cfg.judge).http or cfg.judge.price:
         out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
@@ -110,7 +112,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
     save = SaveDir(cfg.save_path, log=log, run_id=run_id, started=_iso(started))
-    judges = ProbingPool(api_key=cfg.openai_key, log=log)
+    judges = ProbingPool(api_key=cfg.openai_key, log=log, server_log=server_logs(cfg.save_path))
     manifest = new_manifest(
         run_id=run_id, config=cfg.to_dict(), config_hash=cfg.hash,
         config_file=str(cfg.source) if cfg.source else None, started=_iso(started),
@@ -259,7 +261,7 @@ def unit_scheduler(cfg: RunConfig, parallel: bool | None) -> UnitScheduler | Non
     """Threads for judge-bound units when the judge is an HTTP server (a local judge stays sequential):
     enough units at a time to keep the judge's requests in flight (a unit of one small category
     has only a few), at most 64."""
-    if parallel is False or (parallel is None and cfg.judge.backend != "openai"):
+    if parallel is False or (parallel is None and not capabilities(cfg.judge).http):
         return None
     specs = cfg.judge.endpoint_specs() or [{"concurrency": cfg.judge.concurrency}]
     in_flight = sum(int(e["concurrency"]) for e in specs)
