@@ -91,8 +91,17 @@ def kind_name(of: Any) -> str:
 
 
 def capabilities(of: Any) -> Capabilities:
-    """What the kind of `of` (options, a backend or a kind name) can do."""
-    return get(kind_name(of)).capabilities
+    """What the kind of `of` (options, a backend or a kind name) can do. A Backend object of a kind that
+    is not registered (a test double, a subclass of a user's own) is asked itself: its `capabilities`
+    attribute where it declares one, else a backend in this process with the log-probabilities it says
+    it gives (nothing travels over HTTP, nothing is started)."""
+    name = kind_name(of)
+    if name not in _KINDS and not isinstance(of, str) and getattr(of, "backend", None) is None:
+        declared = getattr(of, "capabilities", None)
+        if isinstance(declared, Capabilities):
+            return declared
+        return Capabilities(logprobs=bool(getattr(of, "supports_logprobs", False)), in_process=True)
+    return get(name).capabilities
 
 
 def _problems_local(opts: "JudgeOptions") -> list[tuple[str, str]]:
