@@ -40,13 +40,12 @@ def _scored_ids(result: dict[str, Any]) -> set[str]:
             and (it.get("scores") or it.get("invalid"))}
 
 
-def check_item_sets(save_path: Path, sets: Sequence[Any], limit: int | None, force: bool) -> None:
+def check_item_sets(save_path: Path, files: Sequence[tuple[Path, dict[str, Any]]], sets: Sequence[Any],
+                    limit: int | None, force: bool) -> None:
     """InputError when this run (its answer sets `sets`, after `--limit`) would replace a fuller run's
-    results or sit beside results of another item set made with or without a limit (module docstring)."""
-    if force:
-        return
-    files, _ = read.read_results(save_path)
-    if not files:
+    results or sit beside results of another item set made with or without a limit (module docstring).
+    `files`: the save path's earlier result files as the run read them (`SaveDir.earlier_files`)."""
+    if force or not files:
         return
     now = {s.name: {str(r.id) for r in s.records} for s in sets}
     ids_now = set().union(*now.values()) if now else set()

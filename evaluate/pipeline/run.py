@@ -106,12 +106,16 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     if check is not None:
         check(prep)
     plan, fam_objs, sets = prep.plan, prep.fam_objs, prep.sets
-    check_item_sets(cfg.save_path, sets, cfg.limit, cfg.force)  # before the lock: nothing written when refused
     run_id = new_run_id()
     started = time.time()
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
     save = SaveDir(cfg.save_path, log=log, run_id=run_id, started=_iso(started))
+    try:  # the earlier results as the run reads them (once), before anything is scored or written
+        check_item_sets(cfg.save_path, save.earlier_files()[0], sets, cfg.limit, cfg.force)
+    except InputError:
+        lock.release()
+        raise
     judges = ProbingPool(api_key=cfg.openai_key, log=log, server_log=server_logs(cfg.save_path))
     manifest = new_manifest(
         run_id=run_id, config=cfg.to_dict(), config_hash=cfg.hash,
