@@ -85,8 +85,9 @@ def parse_panel(judges: list[Any], panel: Any, secret_keys: tuple[str, ...]) -> 
             continue
         name = block.get("name")
         if not isinstance(name, str) or not name:
-            problems.append(f"{where}.name: expected the judge's name (letters, digits, . _ -), got "
-                            f"{type_name(name)} {short(name)}; every judge of a panel is named")
+            got = "nothing" if name is None else f"{type_name(name)} {short(name)}"
+            problems.append(f"{where}.name: expected the judge's name (letters, digits, . _ -), got {got}; every "
+                            "judge of a panel is named")
             name = None
         elif not JUDGE_NAME.match(name) or TURN_NAME.match(name):
             problems.append(f'{where}.name: "{name}" is not a judge name: letters, digits, ".", "_" or "-", at most 64, '
@@ -106,6 +107,9 @@ def parse_panel(judges: list[Any], panel: Any, secret_keys: tuple[str, ...]) -> 
         given = {k: v for k, v in block.items() if k != "name" and k not in secrets and v is not None}
         opts, bad = parse_options(JudgeOptions, given, where)
         problems.extend(bad)
+        if opts.batch and not bad:
+            problems.append(f"{where}.batch: provider batch jobs are sent for a single judge; a panel's judges are "
+                            "asked directly (leave batch out here)")
         if name is not None:
             members.append(PanelMember(name, opts))
     policy, bad = _policy(panel, list(seen))
@@ -117,7 +121,7 @@ def parse_panel(judges: list[Any], panel: Any, secret_keys: tuple[str, ...]) -> 
 
 def _policy(raw: Any, names: list[str]) -> tuple[PanelOptions, list[str]]:
     policy, problems = parse_options(PanelOptions, raw, "panel")
-    if problems or not policy.weights:
+    if not policy.weights:
         if policy.weights == {}:
             problems.append("panel.weights: an empty mapping; leave the key out for equal weights")
         return policy, problems

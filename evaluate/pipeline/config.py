@@ -184,6 +184,24 @@ def judge_blocks(cfg: "RunConfig") -> list[tuple[str, JudgeOptions]]:
     return [(f"judge[{i}]", m.options) for i, m in enumerate(cfg.panel.members)]
 
 
+def single_judges(cfg: "RunConfig") -> list[tuple[str | None, "RunConfig"]]:
+    """(judge name, a config with that judge alone) for each judge of the run: (None, cfg) for one judge,
+    one per judge of a panel (the judge check checks each judge on its own)."""
+    from dataclasses import replace
+
+    if cfg.panel is None:
+        return [(None, cfg)]
+    return [(m.name, replace(cfg, judge=m.options, panel=None)) for m in cfg.panel.members]
+
+
+def refuse_panel(cfg: "RunConfig", what: str, instead: str) -> None:
+    """ConfigError (exit 2) when `cfg` names a panel of judges and `what` (a flag, a setting) takes one
+    judge: names the `judge:` key, the panel's judges and what to do `instead`."""
+    if cfg.panel is not None:
+        raise ConfigError([f"judge: a panel of {len(cfg.panel.members)} judges ({', '.join(cfg.panel.names)}); "
+                           f"{what} takes one judge: {instead}"], str(cfg.source or "config"))
+
+
 class _Checker:
     """Collects shape problems with their key paths, so one run reports all of them."""
 

@@ -27,7 +27,8 @@ from ..savepath.manifest import iso as _iso, new_manifest, new_run_id
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
-from .config import RunConfig, check_judge_model, check_model_names, judge_reachability, resolve_score_names
+from .config import (RunConfig, check_judge_model, check_model_names, judge_blocks, judge_reachability,
+                     resolve_score_names)
 from .gates import known_of
 from .outputs import write_outputs
 from .plan import Plan, Prepared, family_context, load_inputs, with_scale
@@ -58,7 +59,7 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(),
            "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
-    if cfg.judge.backend == "openai" or cfg.judge.price:
+    if any(j.backend == "openai" or j.price for _, j in judge_blocks(cfg)):
         out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
@@ -257,8 +258,8 @@ def unit_scheduler(cfg: RunConfig, parallel: bool | None) -> UnitScheduler | Non
     """Threads for judge-bound units when the judge is an HTTP server (a local judge stays sequential):
     enough units at a time to keep the judge's requests in flight (a unit of one small category
     has only a few), at most 64."""
-    if parallel is False or (parallel is None and cfg.judge.backend != "openai"):
-        return None
+    if parallel is False or (parallel is None and any(j.backend != "openai" for _, j in judge_blocks(cfg))):
+        return None  # a panel with a local judge too: sequential, as one local judge is
     specs = cfg.judge.endpoint_specs() or [{"concurrency": cfg.judge.concurrency}]
     in_flight = sum(int(e["concurrency"]) for e in specs)
     return UnitScheduler(min(64, max(4, in_flight // 4)))
