@@ -393,7 +393,14 @@ def _run_lines(manifest: dict[str, Any] | None, width: int, keys: Sequence[str] 
     for note in (manifest.get("plan") or {}).get("notes") or []:  # what the judge was shown, what rules decided
         if isinstance(note, dict) and (not note.get("scores") or set(note["scores"]) & set(keys)):
             lines += _wrap(str(note.get("text", "")), width, "    ")
+    caches: dict[str, dict[str, Any]] = {}  # a panel's judges may share one cache file: one line for it
     for c in manifest.get("judge_cache") or []:
+        if c["path"] in caches:
+            caches[c["path"]] = {**caches[c["path"]], "hits": caches[c["path"]]["hits"] + c["hits"],
+                                 "misses": caches[c["path"]]["misses"] + c["misses"]}
+        else:
+            caches[c["path"]] = c
+    for c in caches.values():
         asked = c["hits"] + c["misses"]
         lines.append(f"judge cache: {c['path']}")  # a path is never cut
         lines.append(f"  {c['entries']:,} entries, {c['bytes'] / 1e6:.1f} MB; this run {c['hits']:,} hits, "
