@@ -290,13 +290,14 @@ def test_a_panel_of_the_local_smollm2_and_an_http_judge_runs_end_to_end(servers,
     judges = [{"name": "smol", "backend": "local", "model": "SmolLM2-135M-Instruct", "mode": "logprobs",
                "max_tokens": 8, "explain": False},
               _http_judge("x", servers[0])]
-    code = main(["--config", str(_config(tmp_path, judges, battle=False)), "--no-charts"])
+    code = main(["--config", str(_config(tmp_path, judges)), "--no-charts"])
     out = capsys.readouterr()
     assert code == 0, out.err[-3000:]
     res = _results(tmp_path / "out", "ma")
     sigs = res["signatures"]
-    assert sigs["GPT/correctness@smol"]["judge"]["kind"] == "local" if "kind" in sigs["GPT/correctness@smol"]["judge"] \
-        else "SmolLM2" in json.dumps(sigs["GPT/correctness@smol"])
+    assert "SmolLM2-135M-Instruct" in json.dumps(sigs["GPT/correctness@smol"]["judge"])
+    assert sigs["GPT/correctness@x"]["judge"]["model"] == "judge-x"
+    assert sigs["GPT/correctness"]["panel"]["judges"] == ["smol", "x"]
     for it in res["items"]:
         x = it["scores"]["GPT/correctness@x"]
         smol = it["scores"].get("GPT/correctness@smol")
@@ -305,7 +306,13 @@ def test_a_panel_of_the_local_smollm2_and_an_http_judge_runs_end_to_end(servers,
         else:
             assert 1 <= smol <= 5 and it["scores"]["GPT/correctness"] == pytest.approx((x + smol) / 2)
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["usage"]["GPT@smol"]["requests"] == N and manifest["usage"]["GPT@x"]["requests"] == N
+    # ratings of 2 models, battles in both orders
+    assert manifest["usage"]["GPT@smol"]["requests"] == manifest["usage"]["GPT@x"]["requests"] == 2 * N + 2 * N
+    battle = _battle_file(tmp_path / "out")
+    assert set(battle["panel"]["judges"]) == {"smol", "x"}
+    for it in battle["items"]:  # x prefers ma; the panel's verdict is the two judges' vote
+        assert it["judges"]["x"] == "A"
+        assert it["verdict"] == vote([v for v in it["judges"].values() if v != "invalid"])
     assert "per judge: smol" in out.out
 
 
