@@ -35,9 +35,14 @@ def y_rating(key: tuple[str, int]) -> int | None:
     return None if key == Y_INVALID else 6 - X[key]
 
 
+class Unscripted(Exception):
+    """A request about a text the script does not know (the judge check's corrupted answers)."""
+
+
 def _shown(text: str, label: str) -> tuple[str, int]:
-    m = re.search(re.escape(label) + r"\s*answer of (\w+) to (\d+)", text)
-    assert m, text[:500]
+    m = re.search(re.escape(label) + r"\s*answer of (\w+) to (\d+)\n", text)
+    if not m:
+        raise Unscripted(text[:200])
     return m.group(1), int(m.group(2))
 
 
@@ -50,16 +55,29 @@ def _battle(rec: RecordedRequest, prefers_ma) -> Reply | None:
     return Reply(content="8 3" if winner_first else "3 8")
 
 
-def judge_x(rec: RecordedRequest) -> Reply:
+def _x(rec: RecordedRequest) -> Reply:
     return _battle(rec, lambda i: True) or Reply(content=str(X[_shown(rec.user_text, "[Answer]")]))
 
 
-def judge_y(rec: RecordedRequest) -> Reply:
+def _y(rec: RecordedRequest) -> Reply:
     got = _battle(rec, lambda i: i in Y_PREFERS_MA)
     if got is not None:
         return got
     value = y_rating(_shown(rec.user_text, "[Answer]"))
     return Reply(content="I cannot grade this answer." if value is None else str(value))
+
+
+def _scripted(fn, unscripted_battle: str, unscripted_rating: str):
+    def reply(rec: RecordedRequest) -> Reply:
+        try:
+            return fn(rec)
+        except Unscripted:
+            return Reply(content=unscripted_battle if "[Assistant 1's answer]" in rec.user_text else unscripted_rating)
+    return reply
+
+
+judge_x = _scripted(_x, "8 3", "4")  # the judge check's pairs: x prefers whatever is shown first
+judge_y = _scripted(_y, "5 5", "3")  # y calls them even
 
 
 def _answers(tmp: Path) -> list[dict[str, str]]:
@@ -404,3 +422,28 @@ def test_benchmark_and_meta_eval_commands_refuse_a_panel(tmp_path, servers, caps
     err = capsys.readouterr().err
     assert code == 2, err
     assert "meta-eval takes one judge" in err
+
+
+def test_the_docs_panel_example_is_a_valid_config():
+    from evaluate.pipeline.config import parse_config
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "judge.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", page, re.S) if b.startswith("# a panel"))
+    cfg = parse_config(yaml.safe_load(block))
+    assert cfg.panel is not None and cfg.panel.names == ["qwen", "served"]
+    assert cfg.panel.policy.weight("served") == 2 and cfg.judge.model == "Qwen2.5-Coder-1.5B-Instruct"
+
+
+def test_judge_check_checks_each_judge_and_the_run_shows_both(tmp_path, servers, capsys):
+    cfg = _panel_cfg(tmp_path, servers)
+    code = main(["judge-check", "--config", str(cfg), "--limit", "2"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
+    assert "== judge check of the panel's judge x ==" in out.out and "== judge check of the panel's judge y ==" in out.out
+    stored = list((tmp_path / "out" / "judge_checks").glob("*.json"))
+    assert len(stored) == 2  # one record per judge
+    assert main(["--config", str(cfg), "--no-charts"]) == 0
+    capsys.readouterr()
+    check = json.loads((tmp_path / "out" / "manifest.json").read_text())["judge_check"]
+    assert check["checked"] is True and set(check["panel"]) == {"x", "y"}
+    assert check["verdict"].startswith("judge x: ") and "; judge y: " in check["verdict"]
