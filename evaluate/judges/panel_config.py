@@ -73,14 +73,14 @@ def parse_panel(judges: list[Any], panel: Any, secret_keys: tuple[str, ...]) -> 
     problems: list[str] = []
     if len(judges) < 2:
         what = "an empty list" if not judges else "a list of one judge"
-        problems.append(f"judge: {what}; a panel needs two judge blocks or more, each with a name "
-                        "(for one judge write the block itself, judge: {backend: ..., model: ...})")
+        problems.append(f"judge: {what}; a panel needs two judge blocks or more, each with a name; for one "
+                        "judge write the block itself as a mapping (judge: {backend: ..., model: ...})")
     members: list[PanelMember] = []
     seen: dict[str, int] = {}
     for i, block in enumerate(judges):
         where = f"judge[{i}]"
         if not isinstance(block, dict):
-            problems.append(f"{where}: expected a judge block {{name, backend, model, ...}}, got "
+            problems.append(f"{where}: expected a judge block, a mapping {{name, backend, model, ...}}, got "
                             f"{type_name(block)} {short(block)}")
             continue
         name = block.get("name")
