@@ -447,3 +447,25 @@ def test_judge_check_checks_each_judge_and_the_run_shows_both(tmp_path, servers,
     check = json.loads((tmp_path / "out" / "manifest.json").read_text())["judge_check"]
     assert check["checked"] is True and set(check["panel"]) == {"x", "y"}
     assert check["verdict"].startswith("judge x: ") and "; judge y: " in check["verdict"]
+
+
+def test_probability_weighted_panel_verdict_is_the_mean_of_the_judges_probabilities():
+    from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
+    from evaluate.judges.panel import combine_battle
+    from evaluate.judges.panel_config import PanelOptions
+
+    def result(verdict: str, p_ab: float, p_ba: float) -> BattleResult:
+        orders = [OrderJudgment("AB", "A" if p_ab > 0.5 else "B", p_first=p_ab),
+                  OrderJudgment("BA", "A" if p_ba < 0.5 else "B", p_first=p_ba)]
+        return BattleResult("ma", "mb", [BattleItem(id="1", verdict=verdict, orders=orders)])
+
+    # judge 1: P(A) = (0.8 + (1 - 0.4)) / 2 = 0.7; judge 2: (0.3 + (1 - 0.9)) / 2 = 0.2
+    res = combine_battle({"j1": result("A", 0.8, 0.4), "j2": result("B", 0.3, 0.9)}, PanelOptions(), {})
+    item = res.items[0]
+    assert item.verdict == "tie"  # one vote each
+    assert item.probabilities == {"j1": pytest.approx(0.7), "j2": pytest.approx(0.2)}
+    assert item.p_panel == pytest.approx(0.45) and item.weighted_verdict == "B"
+    weighted = combine_battle({"j1": result("A", 0.8, 0.4), "j2": result("B", 0.3, 0.9)},
+                              PanelOptions(weights={"j1": 3.0, "j2": 1.0}), {}).items[0]
+    assert weighted.verdict == "A" and weighted.p_panel == pytest.approx((3 * 0.7 + 0.2) / 4)
+    assert res.to_dict()["items"][0]["p_a_panel"] == pytest.approx(0.45)

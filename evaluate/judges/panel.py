@@ -2,9 +2,10 @@
 the panel's score is theirs combined (evaluate.stats.panel says how).
 
 A config's `judge:` may be a list of judge blocks, each with a `name`; the panel's policy is the
-top-level `panel:` block (`PanelOptions`). `PanelRatingJudge` and `PanelBattleJudge` stand where a
-`RatingJudge` and a `BattleJudge` stand (evaluate.judges.configured builds them for a panel), so
-the GPT family, meta-eval and the judge check take a panel without knowing it is one.
+top-level `panel:` block (`PanelOptions`; both parsed in evaluate.judges.panel_config).
+`PanelRatingJudge` and `PanelBattleJudge` stand where a `RatingJudge` and a `BattleJudge` stand
+(evaluate.judges.configured builds them for a panel), so the GPT family rates and battles with a
+panel without knowing it is one. The judge check checks each judge of a panel on its own.
 
 Scores (`ItemScores`): each judge's under `<metric>@<judge>` (a turn: `<metric>@<judge>@turn<k>`,
 evaluate.core.records.judge_key), every reply, reason and detail kept as that judge gave it; the
