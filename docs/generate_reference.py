@@ -68,10 +68,24 @@ def _table(rows: list[tuple[str, str, object, str]]) -> str:
 
 
 def judge_block() -> str:
-    from evaluate.backends.options import JudgeOptions
+    """The `judge:` keys in their three groups (evaluate/backends/options.py), each key with the
+    backend kinds that read it."""
+    from dataclasses import fields
+
+    from evaluate.backends.kinds import names
+    from evaluate.backends.options import EngineOptions, JudgingOptions, TransportOptions
     from evaluate.core.options import options_doc
 
-    return _table(options_doc(JudgeOptions))
+    out = ["The keys are flat in the YAML; they fall in three groups. `backend:` is one of "
+           + ", ".join(f"`{k}`" for k in names()) + "; a key marked with kinds is read by those only.", ""]
+    for title, cls in (("Transport: which backend and model, and how requests reach it", TransportOptions),
+                       ("Engine: how the engine that computes runs", EngineOptions),
+                       ("Judging: what is asked of the judge", JudgingOptions)):
+        kinds = {f.name: f.metadata.get("kinds") for f in fields(cls)}
+        rows = [(k, t, d, (f"({', '.join(kinds[k])}) " if kinds[k] else "") + doc)
+                for k, t, d, doc in options_doc(cls)]
+        out += [f"**{title}**", "", _table(rows)]
+    return "\n".join(out)
 
 
 def config_block() -> str:
@@ -81,6 +95,11 @@ def config_block() -> str:
     from evaluate.pipeline.config import BASE_KEYS
 
     out = ["Top-level keys: " + ", ".join(f"`{k}`" for k in BASE_KEYS) + ", and each family's options block below.",
+           "",
+           "`judge:` (and a model config's `model:` block, which adds the generation keys) takes the keys listed in "
+           "[judge.md](judge.md#every-key-of-judge), in three groups: transport (which backend and model, how "
+           "requests reach it), engine (how the local engine or the vLLM server runs) and judging (what is asked "
+           "of the judge).",
            ""]
     for name in family_names():
         fam = get_family(name)

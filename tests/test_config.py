@@ -45,7 +45,7 @@ def test_shape_errors_name_key_paths_and_are_all_reported():
     assert 'category.chat: unknown key "GTP"; did you mean "GPT"?' in msg
     assert "category.qa.Metrics[1]: expected a name string" in msg
     assert 'category.qa.Metrics[2]: "BLEU" is listed twice' in msg
-    assert 'judge.backend: expected "local" or "openai", got "openia"; did you mean "openai"?' in msg
+    assert 'judge.backend: expected "local" or "openai" or "vllm", got "openia"; did you mean "openai"?' in msg
     assert "judge.concurrency: expected a positive integer" in msg
     assert "judge.lookahead: expected a non-negative integer, got -1" in msg
     assert "keys are never read from config files" in msg

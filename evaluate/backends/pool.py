@@ -20,26 +20,15 @@ from typing import Any, Sequence
 
 from .base import Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend
 from .options import JudgeOptions
+from .kinds import ServerLog
+from .registry import open_inner
 
 
-def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | None = None) -> Backend:
-    """The judge `opts` describe, behind the SQLite cache at `cache_path` (None: no cache)."""
-    if opts.backend == "openai":
-        from .openai_compat import OpenAICompatBackend
-
-        inner: Backend = OpenAICompatBackend(opts.model, base_url=opts.base_url, endpoints=opts.endpoint_specs(),
-                                             api_key_env=opts.api_key_env, api_key=api_key,
-                                             concurrency=opts.concurrency, timeout=opts.timeout,
-                                             max_retries=opts.max_retries, price=opts.price,
-                                             endpoint_failures=opts.endpoint_failures,
-                                             endpoint_cooldown=opts.endpoint_cooldown)
-    else:
-        from .local import LocalBackend
-
-        inner = LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead,
-                             batch_size=opts.local_batch_size, sequences=opts.local_sequences,
-                             batch_tokens=opts.local_batch_tokens,
-                             matmul=opts.local_matmul, pack=opts.local_pack_weights, device=opts.device)
+def open_backend(opts: JudgeOptions, cache_path: Path | None, api_key: str | None = None,
+                 server_log: ServerLog | None = None) -> Backend:
+    """The judge `opts` describe (its kind's factory, registry.py), behind the SQLite cache at
+    `cache_path` (None: no cache). `server_log`: where a server the backend starts writes its log."""
+    inner: Backend = open_inner(opts, api_key, server_log)
     if opts.batch:  # provider batch jobs, under the cache (evaluate/backends/batch.py)
         from .batch import wrap
 
@@ -98,8 +87,9 @@ class MeteredBackend(WrappingBackend):
 class JudgePool:
     """The run's judges, keyed on the full judge configuration; opened lazily, closed by `close`."""
 
-    def __init__(self, api_key: str | None = None):
+    def __init__(self, api_key: str | None = None, server_log: ServerLog | None = None):
         self._api_key = api_key
+        self._server_log = server_log
         self._backends: dict[tuple, Backend] = {}
         self._meters: dict[tuple[tuple, str], MeteredBackend] = {}
         self._lock = threading.Lock()
@@ -112,7 +102,7 @@ class JudgePool:
         key = self.key(opts, cache_path)
         with self._lock:
             if key not in self._backends:
-                self._backends[key] = open_backend(opts, cache_path, self._api_key)
+                self._backends[key] = open_backend(opts, cache_path, self._api_key, self._server_log)
             return self._backends[key]
 
     def for_family(self, family: str, opts: JudgeOptions, cache_path: Path | None) -> MeteredBackend:

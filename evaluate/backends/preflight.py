@@ -2,8 +2,9 @@
 and checked, so that a new user's checkpoint folder without a tokenizer or a chat template, or a
 relative path that names nothing, stops at once with exit 2 instead of after the weights have loaded.
 
-Only a backend that reads `model` from disk is checked (the local one): for an HTTP backend `model`
-is the name a server knows, which may look like a path (`vllm serve ./ckpt` serves "./ckpt").
+Only a backend whose weights are read on this machine is checked (a model in this process, or a
+server the tool starts for it: its capabilities say which): for a server the user names, `model` is
+the name that server knows, which may look like a path (`vllm serve ./ckpt` serves "./ckpt").
 """
 
 from __future__ import annotations
@@ -13,8 +14,14 @@ from typing import Any, Sequence
 
 
 def loads_weights(opts: Any) -> bool:
-    """Whether this process reads `opts.model` itself (a packaged name, a folder or a .gguf on disk)."""
-    return getattr(opts, "backend", None) == "local"
+    """Whether `opts.model` is read on this machine, by this process or a server it starts (a packaged
+    name, a folder or a .gguf on disk, or a hub id)."""
+    from .kinds import capabilities
+
+    if getattr(opts, "backend", None) is None:
+        return False
+    caps = capabilities(opts)
+    return caps.in_process or caps.starts_server
 
 
 def check_model(opts: Any, bases: Sequence[Path | None], where: str) -> None:

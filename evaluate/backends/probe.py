@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import openai
 
 from .options import OPENAI_URL, JudgeOptions
+from .kinds import capabilities
 from .retry import UNREACHABLE, JudgeUnreachable  # noqa: F401  (exported: the runner stops on these)
 from ..core.secrets import scrub_url, scrub_words
 
@@ -98,9 +99,10 @@ def _urls(opts: JudgeOptions) -> list[str]:
 
 def probe(opts: JudgeOptions, api_key: str | None = None, timeout: float = 10.0) -> list[ProbeResult]:
     """One result per endpoint of an openai judge (in the order of the config), all endpoints at
-    once; [] for a local judge. `api_key` (--openai_key) wins over the variable `opts.api_key_env`.
+    once; [] for a judge whose server is not the user's (a local model; a vllm server the tool starts
+    waits for its own readiness). `api_key` (--openai_key) wins over the variable `opts.api_key_env`.
     Costs nothing when the server lists its models; at most one 1-token completion otherwise."""
-    if opts.backend != "openai":
+    if not capabilities(opts).user_server:
         return []
     key = api_key or os.environ.get(opts.api_key_env) or None
     source = "the key given with --openai_key" if api_key else f"the key in ${opts.api_key_env}"

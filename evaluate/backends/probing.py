@@ -12,6 +12,7 @@ from .cache import CachedBackend
 from .options import JudgeOptions
 from .pool import JudgePool, open_backend
 from .probe import probe
+from .kinds import ServerLog, capabilities
 from .retry import JudgeUnreachable
 
 PROBE_TIMEOUT = 10.0  # seconds an endpoint has to answer the probe (a live server lists its models in ms)
@@ -97,16 +98,17 @@ class ProbeFirst(WrappingBackend):
 class ProbingPool(JudgePool):
     """The run's judges, each HTTP one behind `ProbeFirst`; `unreachable()` says why the run must stop."""
 
-    def __init__(self, api_key: str | None = None, log: Callable[[str], None] = lambda s: None):
-        super().__init__(api_key=api_key)
+    def __init__(self, api_key: str | None = None, log: Callable[[str], None] = lambda s: None,
+                 server_log: ServerLog | None = None):
+        super().__init__(api_key=api_key, server_log=server_log)
         self._log = log
 
     def backend(self, opts, cache_path):  # type: ignore[override]
         key = self.key(opts, cache_path)
         with self._lock:
             if key not in self._backends:
-                b = open_backend(opts, cache_path, self._api_key)
-                if opts.backend == "openai" and not opts.batch:
+                b = open_backend(opts, cache_path, self._api_key, self._server_log)
+                if capabilities(opts).user_server and not opts.batch:
                     if isinstance(b, CachedBackend):
                         b.inner = ProbeFirst(b.inner, opts, self._api_key, self._log)
                     else:

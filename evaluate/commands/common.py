@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 from ..backends.base import CHARS_PER_TOKEN, JudgeRequest, cost_usd, estimate_tokens
 from ..backends.cache_path import cache_file, relative_to
+from ..backends import vllm_server
 from ..backends.options import JudgeOptions
 from ..backends.preflight import check_model
 from ..core.errors import InputError
@@ -81,9 +82,12 @@ def guarded(main: Callable[[list[str]], int], argv: list[str]) -> int:
     """Run a command's `main`; bad input (InputError, a file that cannot be read or written) becomes
     one `error: ...` line on stderr and exit 2, without a traceback; Ctrl-C one `interrupted: ...` line
     (what is kept, how to resume) and exit 130 (the commands keep what they computed as they go:
-    the caches store each reply as it comes, a run writes its outputs and manifest on the way out)."""
+    the caches store each reply as it comes, a run writes its outputs and manifest on the way out). A
+    model server the command starts (backend: vllm) serves it to the end and is stopped then, whatever
+    happened."""
     try:
-        return main(argv)
+        with vllm_server.hold():
+            return main(argv)
     except KeyboardInterrupt:
         # on a terminal the ^C it echoed (or a progress bar) is still on the line
         print(("\n" if sys.stderr.isatty() else "") + INTERRUPTED, file=sys.stderr, flush=True)
@@ -204,10 +208,11 @@ def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs
     from ..benchmarks import outputs as bo
     from ..benchmarks.benchmark import ScoringFailed
     from ..pipeline.savedir import SaveDir
+    from ..savepath.write import server_logs
 
     log = lambda s: print(s, file=sys.stderr)  # noqa: E731
     save = SaveDir(args.save_path, log=log)  # the run in progress: its id and start time
-    inner = open_backend(opts, cache)
+    inner = open_backend(opts, cache, server_log=server_logs(args.save_path))
     # what this run asked of the judge, for the manifest
     backend = MeteredBackend(inner, opts.price) if bench.metered else inner
     try:

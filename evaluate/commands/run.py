@@ -8,6 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..backends.registry import capabilities
 from ..core.errors import InputError
 from ..families import family_names
 from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config, refuse_panel, single_judges
@@ -213,8 +214,10 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
         if args.probe:
             for name, one in single_judges(cfg):  # a panel: each judge's server
                 judge = f"judge {name}" if name else "the judge"
-                if one.judge.backend != "openai":
-                    print(f"probe: {judge} is a local model ({one.judge.model}); there is no server to ask")
+                caps = capabilities(one.judge)
+                if not caps.user_server:
+                    print(f"probe: {judge} ({one.judge.backend}, {one.judge.model}) has no server of yours to ask"
+                          + (" (the tool starts its own)" if caps.starts_server else ""))
                     continue
                 results, down = probe_judge(one.judge, cfg.openai_key)
                 for r in results:

@@ -83,7 +83,8 @@ def generate_for_benchmark(args: argparse.Namespace, kind: str, questions_path: 
         stand_ins = None
         for name, opts in configs:
             out = generated_answer_file(answers_dir, name, EXTENSIONS[kind])
-            report = generate_answers(qf, opts, out, name=name, dry_run=bool(getattr(args, "dry_run", False)))
+            report = generate_answers(qf, opts, out, name=name, dry_run=bool(getattr(args, "dry_run", False)),
+                                      save_path=getattr(args, "save_path", None))
             for line in report.lines():
                 print(line, file=sys.stderr)
             if report.code:

@@ -83,7 +83,7 @@ def generate_for_run(cfg: Any, *, dry_run: bool = False,
     reports = []
     for g in check(cfg):
         report = generate_answers(g.questions, g.opts, g.entry.path, name=g.entry.name, dry_run=dry_run,
-                                  api_key=None, log=log)
+                                  api_key=None, log=log, save_path=cfg.save_path)
         for line in report.lines():
             print(line)
         reports.append(report)

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.base import cost_usd
+from ..backends.registry import capabilities
 from ..savepath.layout import answers_manifest_file, generate_cache_file
 from ..savepath.manifest import iso, model_entry, new_manifest
-from ..savepath.write import write_json, write_text
+from ..savepath.write import server_logs, write_json, write_text
 from ..core.secrets import scrub_url
 from .engine import TEMPLATE, Answers, Estimate, answer_all, estimate
 from .formats import FASTCHAT_TEMPERATURE, QuestionFile, answer_rows, serialise
@@ -128,10 +129,11 @@ def _sha256(path: Path) -> str | None:
 
 
 def in_flight(opts: Any) -> int:
-    """Requests an HTTP model's pool keeps in flight (0: a local model or batch jobs, asked in rounds)."""
-    if opts.backend != "openai" or opts.batch:
+    """Requests an HTTP model's pool keeps in flight (0: a model in this process or batch jobs, asked in rounds)."""
+    if not capabilities(opts).http or opts.batch:
         return 0
-    specs = opts.endpoint_specs() or [{"concurrency": opts.concurrency}]
+    jopts = opts.judge_options()
+    specs = jopts.endpoint_specs() or [{"concurrency": jopts.concurrency}]
     return sum(int(e["concurrency"]) for e in specs)
 
 
@@ -140,10 +142,11 @@ def limited(qf: QuestionFile, limit: int | None) -> QuestionFile:
 
 
 def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_run: bool = False,
-                     api_key: str | None = None, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)
-                     ) -> Report:
+                     api_key: str | None = None, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr),
+                     save_path: Path | None = None) -> Report:
     """Answer every question of `qf` with the model `opts` describes into `out` (the kind's format).
-    Answers already in the cache cost nothing; with `dry_run` nothing is sent or written."""
+    Answers already in the cache cost nothing; with `dry_run` nothing is sent or written. A server the
+    model needs (backend: vllm) logs into `save_path`'s logs/ (default: the answer file's folder)."""
     from ..backends.pool import MeteredBackend, open_backend
     from ..backends.probing import ProbingPool
 
@@ -157,7 +160,7 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
         finally:
             bare.close()
         return report
-    pool = ProbingPool(api_key=api_key, log=log)
+    pool = ProbingPool(api_key=api_key, log=log, server_log=server_logs(save_path or out.parent))
     begun = iso()
     try:
         backend = MeteredBackend(pool.backend(jopts, cache), opts.price)

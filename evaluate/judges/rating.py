@@ -59,6 +59,7 @@ import sys
 from typing import Any, Callable, Mapping, Sequence
 
 from ..backends.base import Backend, Completion, JudgeRequest, ProgressFn
+from ..backends.registry import capabilities
 from ..core.errors import InputError
 from ..core.records import Record, Turn, turn_key
 from ..core.scores import Invalid, ItemScores
@@ -321,7 +322,8 @@ class RatingJudge:
         """The completions of `jobs`; in `auto` mode against an HTTP judge, the first request goes alone
         and decides the mode (see the module docstring); `jobs` is rebuilt in place when it changes."""
         requests = [job[4] for job in jobs]
-        if self.requested_mode != "auto" or self.mode != "logprobs" or not requests or self.backend.kind != "openai":
+        if self.requested_mode != "auto" or self.mode != "logprobs" or not requests \
+                or not capabilities(self.backend).http:
             return complete_all(self.backend, requests, progress)
         first = min(requests, key=_sort_key)
         got = complete_all(self.backend, [first])[0]

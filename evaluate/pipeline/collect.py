@@ -101,15 +101,9 @@ class _RecordingPool(JudgePool):
 
 def _identity(opts) -> Backend:
     """The judge's backend object for its signature and capabilities only (no call is made, no key needed)."""
-    if opts.backend == "openai":
-        from ..backends.openai_compat import OpenAICompatBackend
+    from ..backends.registry import identity
 
-        return OpenAICompatBackend(opts.model, base_url=opts.base_url or "http://127.0.0.1:1/v1",
-                                   api_key="EMPTY", concurrency=opts.concurrency, timeout=opts.timeout)
-    from ..backends.local import LocalBackend
-
-    return LocalBackend(opts.model, dtype=opts.dtype, max_new_tokens=opts.max_tokens, lookahead=opts.lookahead,
-                        matmul=opts.local_matmul)
+    return identity(opts)
 
 
 @dataclass
@@ -158,7 +152,7 @@ def export_requests(prep: Prepared, path: Path, *, log: Callable[[str], None] = 
     """Write the requests the run still needs to `path` (OpenAI batch JSONL); returns counts."""
     cfg = prep.cfg
     got = collect(prep, log)
-    logprobs = cfg.judge.backend != "openai" or _identity(cfg.judge).supports_logprobs
+    logprobs = _identity(cfg.judge).supports_logprobs
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", encoding="utf-8") as fh:

@@ -33,11 +33,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..backends.options import JudgeOptions
+from ..backends.registry import capabilities
 from ..core.errors import ConfigError, InputError
 from ..core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
 from ..savepath.layout import answers_file
@@ -160,9 +161,10 @@ class RunConfig:
 def scrubbed_judge(judge: JudgeOptions) -> dict[str, Any]:
     """The judge block as written to manifests and shown by --dry-run: every server URL (one, a list of
     replicas, or endpoints) without credentials."""
-    out = asdict(judge)
+    out = judge.as_block()
     urls = out.get("base_url")
-    out["base_url"] = [scrub_url(u) for u in urls] if isinstance(urls, list) else scrub_url(urls) if urls else None
+    if "base_url" in out:  # a kind that starts its own server has none
+        out["base_url"] = [scrub_url(u) for u in urls] if isinstance(urls, list) else scrub_url(urls) if urls else None
     if out.get("endpoints"):
         out["endpoints"] = [{**e, "base_url": scrub_url(str(e.get("base_url", "")))} if isinstance(e, dict) else e
                             for e in out["endpoints"]]
@@ -447,7 +449,7 @@ def judge_reachability(cfg: RunConfig) -> None:
 
     problems = []
     for where, j in judge_blocks(cfg):
-        if j.backend != "openai" or j.base_url or os.environ.get("OPENAI_BASE_URL"):
+        if not capabilities(j).user_server or j.base_url or os.environ.get("OPENAI_BASE_URL"):
             continue
         if not (cfg.openai_key or os.environ.get(j.api_key_env)):
             problems.append(f"{where}: backend openai with no {where}.base_url and no API key (environment variable "

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..backends.probing import ProbingPool
+from ..backends.registry import capabilities
 from ..core.errors import InputError
 from ..core.io import check_output_dir, ensure_dir
 from ..core.records import Record
@@ -24,6 +25,7 @@ from ..savepath import layout
 from ..savepath import read as savepath_read
 from ..savepath.lock import SaveLock
 from ..savepath.manifest import iso as _iso, new_manifest, new_run_id
+from ..savepath.write import server_logs
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
@@ -59,7 +61,7 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(),
            "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
-    if any(j.backend == "openai" or j.price for _, j in judge_blocks(cfg)):
+    if any(capabilities(j).http or j.price for _, j in judge_blocks(cfg)):
         out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
@@ -109,7 +111,7 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
     save = SaveDir(cfg.save_path, log=log, run_id=run_id, started=_iso(started))
-    judges = ProbingPool(api_key=cfg.openai_key, log=log)
+    judges = ProbingPool(api_key=cfg.openai_key, log=log, server_log=server_logs(cfg.save_path))
     manifest = new_manifest(
         run_id=run_id, config=cfg.to_dict(), config_hash=cfg.hash,
         config_file=str(cfg.source) if cfg.source else None, started=_iso(started),
@@ -258,8 +260,8 @@ def unit_scheduler(cfg: RunConfig, parallel: bool | None) -> UnitScheduler | Non
     """Threads for judge-bound units when the judge is an HTTP server (a local judge stays sequential):
     enough units at a time to keep the judge's requests in flight (a unit of one small category
     has only a few), at most 64."""
-    if parallel is False or (parallel is None and any(j.backend != "openai" for _, j in judge_blocks(cfg))):
-        return None  # a panel with a local judge too: sequential, as one local judge is
+    if parallel is False or (parallel is None and not all(capabilities(j).http for _, j in judge_blocks(cfg))):
+        return None  # a panel with an in-process judge too: sequential, as one such judge is
     specs = cfg.judge.endpoint_specs() or [{"concurrency": cfg.judge.concurrency}]
     in_flight = sum(int(e["concurrency"]) for e in specs)
     return UnitScheduler(min(64, max(4, in_flight // 4)))

@@ -304,12 +304,6 @@ def panel_agreement(data: RunLog) -> dict[str, Any] | None:
             "battles": [row(k, a, "fleiss_kappa") for k, a in battles]}
 
 
-# judge options that mean something for one backend only; the panel leaves the others out
-LOCAL_ONLY = ("dtype", "lookahead", "local_batch_size", "local_sequences", "local_batch_tokens", "local_matmul", "local_pack_weights", "device", "threads", "quantization")
-HTTP_ONLY = ("base_url", "endpoints", "endpoint_failures", "endpoint_cooldown", "api_key_env", "concurrency",
-             "timeout", "max_retries", "batch", "batch_poll", "price")
-
-
 def readable(value: Any) -> str:
     """A setting as a person reads it, in the config's own words: true / false, `prompt: 0.15, completion:
     0.6` for a mapping, items joined by "; " for a list; never a Python repr ({'backend': ...}, None, True)."""
@@ -332,17 +326,13 @@ def readable_settings(settings: dict[str, Any] | None) -> dict[str, str] | None:
 
 
 def judge_options_shown(cfg: Any) -> dict[str, Any] | None:
-    """The judge options that matter for its backend (an HTTP judge has no dtype; a local one no base_url)."""
+    """The judge options that matter for its backend (an HTTP judge has no dtype; a local one no base_url):
+    each backend kind declares the keys it reads (evaluate/backends/registry.py)."""
     if not isinstance(cfg, dict):
         return None
-    drop = HTTP_ONLY if cfg.get("backend", "local") == "local" else LOCAL_ONLY
-    if not cfg.get("batch"):
-        drop = drop + ("batch_poll",)
-    if cfg.get("endpoints"):
-        drop = drop + ("base_url",)
-    elif "endpoints" not in drop:
-        drop = drop + ("endpoints", "endpoint_failures", "endpoint_cooldown")
-    return {k: v for k, v in cfg.items() if k not in drop}
+    from ..backends.registry import shown_options
+
+    return shown_options(cfg)
 
 
 def _check_detail(check: dict[str, Any] | None) -> str | None:

@@ -149,6 +149,15 @@ def labels_file(root: Path) -> Path:
     return Path(root) / "labels.jsonl"
 
 
+def logs_dir(root: Path) -> Path:
+    return Path(root) / "logs"
+
+
+def server_log_file(root: Path, name: str) -> Path:
+    """`logs/<name>.log`: the output of a server the tool started for the run (`vllm-<model>`)."""
+    return logs_dir(root) / f"{safe_name(name)}.log"
+
+
 # The benchmarks' own files, in their own formats and places (FastChat's, Arena-Hard's, AlpacaEval's):
 # kept in the save path beside the project's files, written through this package like every other file.
 def model_answer_dir(root: Path) -> Path:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 from ..core import io as core_io
+from .layout import server_log_file
 
 
 def write_bytes(path: Path, data: bytes) -> Path:
@@ -55,3 +56,15 @@ def append_text(path: Path, text: str) -> Path:
 def copy_file(source: Path, path: Path) -> Path:
     """A file's bytes under a new name in the save path (a benchmark's answer file kept beside its judgments)."""
     return write_bytes(path, Path(source).read_bytes())
+
+
+def open_log(path: Path) -> BinaryIO:
+    """A log another process writes as it goes (a server's output): opened for appending, the one
+    file of a save path that is not written atomically (it is read while it grows)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "ab")
+
+
+def server_logs(root: Path) -> Callable[[str], BinaryIO]:
+    """Where the servers a run starts write their output: `logs/<name>.log` of the save path `root`."""
+    return lambda name: open_log(server_log_file(root, name))

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ...backends.cache import VOLATILE_FIELDS
+from ...backends.registry import capabilities
 from .run import Inputs, RunResult
 from .judge import PairJudgment, PairMatch, SingleJudgment
 from ...core.errors import InputError
@@ -361,7 +362,7 @@ class MTBench(Benchmark):
         return "".join(lines)
 
     def notes(self, run: _Run, judge: Any) -> str:
-        if judge.backend == "local" and judge.max_tokens < 2048:
+        if capabilities(judge).in_process and judge.max_tokens < 2048:
             return f"note: judge.max_tokens {judge.max_tokens} caps the local judge's replies (FastChat asks for 2048)"
         return ""
 
