@@ -469,3 +469,46 @@ def test_probability_weighted_panel_verdict_is_the_mean_of_the_judges_probabilit
                               PanelOptions(weights={"j1": 3.0, "j2": 1.0}), {}).items[0]
     assert weighted.verdict == "A" and weighted.p_panel == pytest.approx((3 * 0.7 + 0.2) / 4)
     assert res.to_dict()["items"][0]["p_a_panel"] == pytest.approx(0.45)
+
+
+def test_a_panel_rates_conversations_turn_by_turn(tmp_path, capsys):
+    """The chat example (5 conversations, 13 turns per model): x rates every turn 5, y 2; each judge's
+    turn scores are `GPT/<metric>@<judge>@turn<k>`, the panel's `GPT/<metric>@turn<k>` their mean and
+    `GPT/<metric>` the conversation's mean of its turns."""
+    repo = Path(__file__).resolve().parents[1]
+    chat = repo / "examples" / "chat"
+    config = repo / "configs" / "example_chat.yaml"
+
+    def judge(rating: str, battle: str):
+        return lambda rec: Reply(content=battle if "[Assistant 1's latest reply]" in rec.user_text else rating)
+
+    with FakeOpenAIServer(reply_fn=judge("5", "9 2"), model="judge-x") as sx, \
+            FakeOpenAIServer(reply_fn=judge("2", "2 9"), model="judge-y") as sy:
+        cfg = yaml.safe_load(config.read_text(encoding="utf-8"))
+        cfg["answers"] = [{"name": "model_a", "path": str(chat / "answers_model_a.json")},
+                          {"name": "model_b", "path": str(chat / "answers_model_b.jsonl")}]
+        cfg["target_file"] = str(chat / "targets.json")
+        cfg["prompts"] = {k: str((config.parent / v).resolve()) for k, v in cfg["prompts"].items()}
+        cfg["save_path"] = str(tmp_path / "out")
+        cfg["category"] = {c: {"GPT": e["GPT"]} for c, e in cfg["category"].items()}
+        cfg["judge"] = [_http_judge("x", sx), _http_judge("y", sy)]
+        path = tmp_path / "chat.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        code = main(["--config", str(path), "--no-charts"])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
+    res = _results(tmp_path / "out", "model_a")
+    first = next(it for it in res["items"] if str(it["id"]) == "1")  # a chat of 3 turns
+    for k in (1, 2, 3):
+        assert first["scores"][f"GPT/relevance@x@turn{k}"] == 5 and first["scores"][f"GPT/relevance@y@turn{k}"] == 2
+        assert first["scores"][f"GPT/relevance@turn{k}"] == pytest.approx(3.5)
+    assert first["scores"]["GPT/relevance"] == pytest.approx(3.5)
+    assert first["scores"]["GPT/relevance@x"] == 5 and first["scores"]["GPT/relevance@y"] == 2
+    sig = res["signatures"]["GPT/relevance@y@turn2"]
+    assert sig["turn"] == 2 and sig["metric"] == "relevance" and sig["panel_judge"] == "y"
+    agree = res["panel"]["agreement"]
+    assert set(agree) >= {"GPT/relevance", "GPT/relevance@turn1", "GPT/fidelity"}
+    chats = sum(1 for it in res["items"] if "GPT/relevance" in it["scores"])
+    # x always 5, y always 2: every disagreement is the whole spread, alpha = (1 - n) / n below 0
+    assert agree["GPT/relevance"]["alpha"] == pytest.approx(alpha_interval([[5, 2]] * chats)) == pytest.approx((1 - chats) / chats)
+    assert agree["GPT/relevance"]["pairwise"][0]["r"] is None  # a judge that never varies: no correlation
