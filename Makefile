@@ -78,7 +78,7 @@ demo: setup setup-judge
 # waiting on a subprocess, a server or a browser (BENCHMARKS.md); TEST_WORKERS=0 runs in one process
 TEST_WORKERS ?= 2
 test: setup
-	$(BIN)/python -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+	$(BIN)/python -m pytest -q --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 bench: setup
 	$(BIN)/python bench/metrics_speed.py

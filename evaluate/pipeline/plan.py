@@ -11,7 +11,7 @@ from typing import Any
 from ..core.errors import ConfigError, InputError
 from ..families import Context, Family, family_names, get_family
 from .answers import AnswerSet
-from .config import RunConfig, scrubbed_judge
+from .config import RunConfig, judge_shown
 
 
 @dataclass
@@ -156,6 +156,7 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     problems.extend(conversation_refusals(sets, categories, fam_objs))
     for fam, obj in fam_objs.items():
         problems.extend(obj.validate_run(contexts[fam], categories))
+    problems.extend(panel_refusals(cfg, categories, fam_objs, contexts))
     if problems:
         raise ConfigError(problems, str(cfg.source) if cfg.source else None)
     work: dict[str, dict[str, int]] = {}
@@ -173,7 +174,10 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     options = {f: asdict(contexts[f].options) for f in fam_objs if is_dataclass(contexts[f].options)
                and fields(contexts[f].options)}
     if any(w.get("judge_calls") or w.get("battle_calls") for w in work.values()):  # the resolved judge block
-        options["judge"] = scrubbed_judge(cfg.judge)
+        shown = judge_shown(cfg)  # a panel's: {judge name: its block}, and how the judges combine
+        options["judge"] = {b.pop("name"): b for b in shown} if isinstance(shown, list) else shown
+        if getattr(cfg, "panel", None) is not None:
+            options["panel"] = cfg.panel.policy.to_dict()
     if "Metrics" in fam_objs and cfg.metric_options:
         options["metric_options"] = cfg.metric_options
     notes = near_miss_notes(cfg, used)
@@ -181,6 +185,25 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
                 skipped=skipped, work=work, options=options, notes=notes)
     return plan, fam_objs
+
+
+def panel_refusals(cfg: RunConfig, categories: dict[str, dict[str, list[str]]], fam_objs: dict[str, Family],
+                   contexts: dict[str, Context]) -> list[str]:
+    """A panel of judges reaches the families that say they take one (`takes_panel`: GPT); another family
+    that asks the judge (SAGEval, UniEval's judge variant) is refused rather than silently given the
+    panel's first judge."""
+    panel = getattr(cfg, "panel", None)
+    if panel is None:
+        return []
+    out = []
+    for fam, obj in fam_objs.items():
+        cats = [c for c, fams in categories.items() if fam in fams]
+        if cats and not obj.takes_panel and obj.uses_judge(contexts[fam]):
+            out.append(f"judge: a panel of judges ({', '.join(panel.names)}) rates and battles for the GPT family "
+                       f"only; {fam} (category.{cats[0]}.{fam}) asks one judge: run it with a single judge block "
+                       f"(judge: {{backend: ..., model: ...}}) in a config of its own, or leave {fam} out here "
+                       f"(--skip {fam})")
+    return out
 
 
 def conversation_refusals(sets: list[AnswerSet], categories: dict[str, dict[str, list[str]]],
