@@ -474,19 +474,20 @@ def judge_gate(manifest: dict[str, Any]) -> GateResult:
     if jc.get("trustworthy") is True:
         return GateResult("--fail-on-untrusted-judge", "", [], f"judge check: {jc.get('verdict') or 'passed'}")
     if jc.get("checked") is not True:
-        why = ("not checked: no judge check of this judge and these prompts is stored in the save path; run one: "
-               + how_to_check(manifest))
-        return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {why}"], "")
+        said = jc.get("verdict") or "not checked: no judge check of this judge and these prompts in the save path"
+        return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {said}; run one: {how_to_check(manifest)}"],
+                          "")
     return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {jc.get('verdict') or 'not checked'}"], "")
 
 
 def how_to_check(manifest: dict[str, Any]) -> str:
     """The command that checks the judge a save path's run used, in words (issue 39: the gate failed on
     "not checked" without saying how to check)."""
-    bench = manifest.get("benchmark")
+    bench, cfg = manifest.get("benchmark"), manifest.get("config_file")
+    if (manifest.get("judge_check") or {}).get("panel"):  # the run's --judge-check takes one judge
+        return f"`eval.py judge-check --config {cfg or 'CFG'}` checks each judge of the panel"
     if bench == "mt_bench":
         return "add --judge-check N to the `eval.py mt-bench` command (N of the run's judged turns are checked)"
-    cfg = manifest.get("config_file")
     if bench:
         return f"`eval.py judge-check --config {cfg or 'CFG'}` with this judge and this save_path stores one"
     return (f"add --judge-check N to the run (`eval.py --config {cfg or 'CFG'} --judge-check 20 "
