@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, metavar="N",
                    help="only the first N records of each category (same ids for every model): a quick run")
     p.add_argument("--dry-run", action="store_true", help="validate everything and print the plan; score nothing")
+    p.add_argument("--force", action="store_true", help="with --limit: replace a fuller run's results in the save "
+                   "path, or show results of another item set beside this run's (refused otherwise)")
     p.add_argument("--fail-under", action="append", default=[], metavar="[[MODEL:]CATEGORY:]SCORE=VALUE",
                    help="exit 1 when an aggregate is below VALUE (repeatable): BLEU-4=0.2 (every model, overall), "
                         "closed_qa:GPT/correctness=3.5 (every model, one category), model_a:closed_qa:BLEU-4=0.2, "
@@ -119,7 +121,9 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
     if args.target_file:
         cfg.target_file = Path(args.target_file)
     if args.save_path:
-        cfg.save_path = Path(args.save_path)
+        from ..pipeline.config import without_dotdot
+
+        cfg.save_path = without_dotdot(Path(args.save_path).expanduser())
     elif "save_path" not in cfg.raw:
         cfg.save_path = Path("results")
     if args.battle_prompt_file:
@@ -145,6 +149,7 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
         cfg.save_path = shard_save_path(cfg.save_path, cfg.shard)
     if getattr(args, "missing", None):
         cfg.missing = args.missing
+    cfg.force = bool(getattr(args, "force", False))
     if args.limit is not None:
         if args.limit < 1:
             raise InputError(f"--limit: expected a positive integer, got {args.limit}")

@@ -106,6 +106,19 @@ def _identity(opts) -> Backend:
     return identity(opts)
 
 
+def cached_flags(opts: Any, cache_path: Path | None, requests: Sequence[JudgeRequest]) -> list[bool]:
+    """Which of `requests` the judge cache at `cache_path` answers now for the judge `opts` describe (a
+    benchmark's dry run counts them as not to send): no call is made, and a cache that does not exist is
+    not created."""
+    if cache_path is None or not Path(cache_path).exists() or not requests:
+        return [False] * len(requests)
+    cache = CachedBackend(_Recorder(_identity(opts)), cache_path)
+    try:
+        return [c.cached for c in cache.complete_many(list(requests))]
+    finally:
+        cache.close()
+
+
 @dataclass
 class Collected:
     model: str

@@ -108,6 +108,7 @@ class RunConfig:
     primary: list[str] | None = None  # confirmatory scores of each pair (`Family/name`); None: a default per family
     summary_scores: list[str] | None = None  # scores of the closing lines; None: the primary scores
     missing: str = "refuse"  # an item some model did not answer: refuse the run, or score the common items
+    force: bool = False  # --force: replace a fuller run's results with a --limit run's, or mix item sets
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -240,7 +241,17 @@ def _resolve(base: Path | None, value: str) -> Path:
         # `base` is resolved (no symlink left), so dropping "dir/.." lexically names the same file, and
         # the paths printed read results/my/report.html, not cfg/../results/my/report.html
         p = Path(os.path.normpath(base / p))
-    return p
+    return without_dotdot(p)
+
+
+def without_dotdot(p: Path) -> Path:
+    """An absolute path without "..": the part up to its last ".." resolved as the system does (a symlink
+    before a ".." leads where the system goes), the rest kept as written. Issue 39: an absolute
+    save_path /runs/tmp/../nightly was printed, and stored in the manifest, with its /../."""
+    if not p.is_absolute() or ".." not in p.parts:
+        return p
+    last = len(p.parts) - 1 - p.parts[::-1].index("..")
+    return Path(os.path.realpath(Path(*p.parts[:last + 1]))).joinpath(*p.parts[last + 1:])
 
 
 def _generated_entry(chk: _Checker, item: dict[str, Any], where: str, base: Path | None, cfg: RunConfig) -> None:

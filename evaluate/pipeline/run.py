@@ -32,6 +32,7 @@ from .collect import describe_estimate, estimate, prefetch_batches
 from .config import (RunConfig, check_judge_model, check_model_names, judge_blocks, judge_reachability,
                      resolve_score_names)
 from .gates import known_of
+from .item_sets import check_item_sets
 from .outputs import write_outputs
 from .plan import Plan, Prepared, family_context, load_inputs, with_scale
 from .savedir import SaveDir
@@ -111,6 +112,11 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
     save = SaveDir(cfg.save_path, log=log, run_id=run_id, started=_iso(started))
+    try:  # the earlier results as the run reads them (once), before anything is scored or written
+        check_item_sets(cfg.save_path, save.earlier_files()[0], sets, cfg.limit, cfg.force)
+    except InputError:
+        lock.release()
+        raise
     judges = ProbingPool(api_key=cfg.openai_key, log=log, server_log=server_logs(cfg.save_path))
     manifest = new_manifest(
         run_id=run_id, config=cfg.to_dict(), config_hash=cfg.hash,

@@ -42,6 +42,8 @@ BOLD, RED, GREEN, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[0m"
 SCORE_W = 22  # the score column at 80 columns; narrower terminals shrink it
 MIN_WIDTH = 60
 MAX_LEADS = 4  # exploratory rows named per pair; the rest are counted
+NO_DIFFERENCE = "no detectable difference"  # never "no difference": few items can hide a large gap
+PAIR_SCORE_W = 20  # the score column of a pair's rows at 80 columns: "no detectable difference" fits beside
 
 
 def _row(name: str, w: int, rest: str, indent: str = "") -> list[str]:
@@ -156,7 +158,7 @@ def _verdict_word(row: dict[str, Any], a: str, b: str) -> str:
         return "not comparable"
     if significant(row):
         return f"{a if row['verdict'] == 'A better' else b} better"
-    return "no difference"
+    return NO_DIFFERENCE
 
 
 def _interval_cell(row: dict[str, Any]) -> str:
@@ -212,17 +214,17 @@ def _pair_block(comp: dict[str, Any], keys: list[str], data: RunLog, width: int,
     if conf and all(_no_valid(r) for r in conf) and battle is None:
         head = f"{a} vs {b}: no valid scores to compare (every primary score is invalid; see the invalid count below)"
     else:
+        # the scores alone, as the report counts them: the battle is not in the Bonferroni family of the
+        # primary scores (issue 39: the terminal said 9 primary comparisons where the report said 8)
         na, nb = (sum(r.get("verdict") == v for r in conf) for v in ("A better", "B better"))
-        na, nb = na + (battle == "A"), nb + (battle == "B")
-        total = len(conf) + (battle is not None)
-        what = (f"{len(conf)} score{'s' * (len(conf) != 1)} and the battle" if battle is not None
-                else f"{len(conf)} score{'s' * (len(conf) != 1)}")
         head = (f"{a} vs {b}: {a} better on {na}, {b} better on {nb}, no detectable difference on "
-                f"{total - na - nb} of {total} primary comparisons ({what})")
+                f"{len(conf) - na - nb} of {len(conf)} primary score{'s' * (len(conf) != 1)}")
+        if battle is not None:
+            head += f"; battle: {({'A': a, 'B': b}[battle] + ' better') if battle else NO_DIFFERENCE}"
     lines = _wrap(head, width)
     m = method.get("confirmatory_tests") or len(conf)
-    sw = max(10, min(SCORE_W, width - 51))
-    lines.append(f"  {'score':<{sw}} {'A − B':>7} {'interval':<17} {'p_adj':>6}  verdict")
+    sw = max(10, min(PAIR_SCORE_W, width - 60))
+    lines.append(f"  {'score':<{sw}} {'A − B':>7} {'interval':<16} {'p_adj':>6}  verdict")
     by_key = {r.get("score"): r for r in rows if r.get("category") == ALL}
     detect: list[str] = []
     for k in keys:
@@ -232,7 +234,7 @@ def _pair_block(comp: dict[str, Any], keys: list[str], data: RunLog, width: int,
         tag = "" if confirmatory(r) else " (expl.)"
         p = r.get("p_adj")
         word = ("no valid scores" if _no_valid(r) else _verdict_word(r, a, b)) + tag
-        row = _row(k, sw, f" {num(r.get('diff')):>7} {_interval_cell(r):<17} "
+        row = _row(k, sw, f" {num(r.get('diff')):>7} {_interval_cell(r):<16} "
                           f"{(f'{p:.3f}' if finite(p) else '–'):>6}  ", indent="  ")
         if len(row[-1]) + len(word) > width:  # a long model name: the verdict on a line of its own
             row.append(" " * max(4, width - len(word)))
