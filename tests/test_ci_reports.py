@@ -44,7 +44,8 @@ def write(tmp_path: Path, name: str = "c.json", **cfg) -> Path:
 
 
 def gate_lines(out: str) -> list[str]:
-    return [x for x in out.splitlines() if x.startswith(("gate passed: ", "gate FAILED: ", "status: "))]
+    return [x for x in out.splitlines() if x.startswith(("gate passed: ", "gate passed without power: ", "gate FAILED: ",
+                                                          "status: "))]
 
 
 # ---------------------------------------------------------------------- a rule check, registered here
@@ -248,8 +249,9 @@ def test_rule_checks_by_name_and_their_reasons():
 
 def test_junit_and_markdown_paths_checked_before_the_run(tmp_path):
     cfg = write(tmp_path)
+    (tmp_path / "no").write_text("a file where a folder would be made")
     code, out, err = eval_py("--config", str(cfg), "--junit", str(tmp_path / "no" / "such" / "j.xml"))
-    assert code == 2 and "--junit" in err.strip().splitlines()[-1] and "does not exist" in err
+    assert code == 2 and "--junit" in err.strip().splitlines()[-1] and "cannot be made" in err
     assert not (tmp_path / "out").exists()
 
 

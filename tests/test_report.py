@@ -184,8 +184,11 @@ def test_closing_summary_fits_80_columns_plain(save, capsys):
     # interval and adjusted p, and the battle says whose win rate it is, with the length-controlled one beside it
     row = next(x for x in lines if x.strip().startswith("GPT/correctness") and "3.100" in x)
     assert row.split()[1:] == ["3.100", "[2.600,", "3.500]", "0.004", "model_a", "better"]
-    # the battle (won 1.00, its interval above 0.5) is a primary comparison of the pair, counted in the headline
-    assert any(x.startswith("model_a vs model_b: model_a better on 2, model_b better on 0") for x in lines), lines
+    # the headline counts the primary scores as the report does; the battle (won 1.00, its interval above
+    # 0.5) is named beside them (issue 39: counted among the primary comparisons, the terminal said one more)
+    head = " ".join(x.strip() for x in text.split("model_a vs model_b:")[1].split("\n  score ")[0].splitlines())
+    assert head.startswith("model_a better on 1, model_b better on 0") and head.endswith("; battle: model_a better"), \
+        head
     assert any("battle: win rate of model_a 1.00" in x and "length-controlled 0.71 [0.55," in x for x in lines)
     assert any("leads (exploratory" in x for x in lines)
     # three models: the ranking with its level stated once, raw and style-controlled side by side

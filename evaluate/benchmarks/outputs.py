@@ -16,6 +16,7 @@ renders the rows in the battle's section; `eval.py summary` prints them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -72,8 +73,12 @@ def write_run(save: SaveDir, *, benchmark: str, family: str, judge_opts: Any, ju
     models = fields.pop("models", [])
     config = fields.pop("config", None) or {"judge": scrubbed_judge(judge_opts)}
     check = fields.pop("judge_check", None) or judge_check(save.path, judge)
+    # the effective config's hash, as a run's (issue 39: an MT-bench report's Run block said "sha256 –")
+    config_hash = fields.pop("config_hash", None) or hashlib.sha256(
+        json.dumps(config, sort_keys=True, ensure_ascii=False, default=str).encode()).hexdigest()
     manifest = new_manifest(run_id=save.run_id, status="finished with errors" if errors else "ok",
-                            first={"benchmark": benchmark}, config=config, started=save.started,
+                            first={"benchmark": benchmark}, config=config, config_hash=config_hash,
+                            started=save.started,
                             finished=utc_now(), models=models, errors=errors,
                             usage={family: usage} if usage else {}, judge_check=check, **fields)
     save.include_earlier()

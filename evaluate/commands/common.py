@@ -131,6 +131,11 @@ def cost_line(requests: Sequence[JudgeRequest], price: dict[str, float]) -> str:
 def load_judge(path: Path) -> JudgeOptions:
     """The `judge:` block of a YAML/JSON file (a run config's works as it is), checked as a run checks it."""
     raw = read_structured(path, "judge config")
+    if isinstance(raw, dict) and isinstance(raw.get("judge"), list):
+        raise InputError(f"{path}: judge: is a panel of {len(raw['judge'])} judges; the benchmark commands "
+                         "(mt-bench, alpaca-eval, arena-hard) take one judge: write judge: as one block "
+                         "(backend, model, base_url, ...), one benchmark run per judge; a panel is taken by "
+                         "eval.py run")
     if not isinstance(raw, dict) or not isinstance(raw.get("judge"), dict):
         raise InputError(f"{path}: expected a mapping with a judge: block (backend, model, base_url, ...)")
     opts, problems = parse_options(JudgeOptions, raw["judge"], f"{path}: judge")

@@ -36,10 +36,18 @@ def main(argv: list[str]) -> int:
     cfg = load_config(Path(args.config))
     from ..backends.pool import JudgePool
 
+    from ..pipeline.config import refuse_panel, single_judges
+
+    if args.output:
+        refuse_panel(cfg, "--output", "leave --output out: each judge's check is stored in the save path's "
+                                      "judge check store, one entry per judge")
     judges = JudgePool(api_key=cfg.openai_key)
     try:
-        check_config(cfg, judges, data=Path(args.data) if args.data else None, limit=args.limit, seed=args.seed,
-                     output=Path(args.output) if args.output else None)
+        for name, one in single_judges(cfg):  # a panel: each judge checked on its own, one report each
+            if name is not None:
+                print(f"== judge check of the panel's judge {name} ==", flush=True)
+            check_config(one, judges, data=Path(args.data) if args.data else None, limit=args.limit, seed=args.seed,
+                         output=Path(args.output) if args.output else None)
     finally:
         judges.close()
     return 0

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..backends.registry import capabilities
 from ..core.errors import InputError
 from ..families import family_names
-from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config
+from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config, refuse_panel, single_judges
 from .common import EXIT_CODES, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, run_errors, worst
 
 
@@ -46,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, metavar="N",
                    help="only the first N records of each category (same ids for every model): a quick run")
     p.add_argument("--dry-run", action="store_true", help="validate everything and print the plan; score nothing")
+    p.add_argument("--force", action="store_true", help="with --limit: replace a fuller run's results in the save "
+                   "path, or show results of another item set beside this run's (refused otherwise)")
     p.add_argument("--fail-under", action="append", default=[], metavar="[[MODEL:]CATEGORY:]SCORE=VALUE",
                    help="exit 1 when an aggregate is below VALUE (repeatable): BLEU-4=0.2 (every model, overall), "
                         "closed_qa:GPT/correctness=3.5 (every model, one category), model_a:closed_qa:BLEU-4=0.2, "
@@ -119,7 +121,9 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
     if args.target_file:
         cfg.target_file = Path(args.target_file)
     if args.save_path:
-        cfg.save_path = Path(args.save_path)
+        from ..pipeline.config import without_dotdot
+
+        cfg.save_path = without_dotdot(Path(args.save_path).expanduser())
     elif "save_path" not in cfg.raw:
         cfg.save_path = Path("results")
     if args.battle_prompt_file:
@@ -127,11 +131,15 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
     if args.gpt_evaluation_prompt_file:
         cfg.evaluation_prompt = Path(args.gpt_evaluation_prompt_file)
     if args.gpt_model:
+        refuse_panel(cfg, "--gpt_model", "set each judge's model in its block (judge[i].model) instead")
         cfg.judge.model = args.gpt_model
     if args.openai_key:
-        cfg.openai_key = args.openai_key
-        if "backend" not in (cfg.raw.get("judge") or {}):
+        cfg.openai_key = args.openai_key  # a panel's: every openai judge's key (each names its api_key_env)
+        if cfg.panel is None and "backend" not in (cfg.raw.get("judge") or {}):
             cfg.judge.backend = "openai"
+    if getattr(args, "shard", None):
+        refuse_panel(cfg, "--shard", "run the panel's config whole (its battles are not merged from shards yet), or "
+                                     "shard a config of one judge")
     if args.gpt_with_reference:
         cfg.gpt_with_reference = True
     if getattr(args, "shard", None):
@@ -141,6 +149,7 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
         cfg.save_path = shard_save_path(cfg.save_path, cfg.shard)
     if getattr(args, "missing", None):
         cfg.missing = args.missing
+    cfg.force = bool(getattr(args, "force", False))
     if args.limit is not None:
         if args.limit < 1:
             raise InputError(f"--limit: expected a positive integer, got {args.limit}")
@@ -161,7 +170,10 @@ def _judge_check(cfg: RunConfig, args: argparse.Namespace, families) -> int:
 
     judges = JudgePool(api_key=cfg.openai_key)
     try:
-        check_config(cfg, judges, limit=args.judge_check)
+        for name, one in single_judges(cfg):  # a panel: each judge checked on its own
+            if name is not None:
+                print(f"judge check of the panel's judge {name}:", file=sys.stderr)
+            check_config(one, judges, limit=args.judge_check)
     except InputError:
         raise
     except Exception as exc:  # the run itself can still be done; its manifest says "not checked"
@@ -197,20 +209,26 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
         if code:
             return code, why
     if args.export_requests or args.import_results:
+        refuse_panel(cfg, "--export-requests" if args.export_requests else "--import-results",
+                     "export and import the requests of each judge with a config of that judge alone "
+                     "(its replies land in the judge cache the panel's run reads)")
         return _requests_io(cfg, args, families), ""
     if args.dry_run:
         with _stand_ins(cfg):
             print(plan_only(cfg, families, check=_known_check(gates))["plan_text"])
         if args.probe:
-            if not capabilities(cfg.judge).user_server:
-                print(f"probe: the judge ({cfg.judge.backend}, {cfg.judge.model}) has no server of yours to ask"
-                      + (" (the tool starts its own)" if capabilities(cfg.judge).starts_server else ""))
-            else:
-                results, down = probe_judge(cfg.judge, cfg.openai_key)
+            for name, one in single_judges(cfg):  # a panel: each judge's server
+                judge = f"judge {name}" if name else "the judge"
+                caps = capabilities(one.judge)
+                if not caps.user_server:
+                    print(f"probe: {judge} ({one.judge.backend}, {one.judge.model}) has no server of yours to ask"
+                          + (" (the tool starts its own)" if caps.starts_server else ""))
+                    continue
+                results, down = probe_judge(one.judge, cfg.openai_key)
                 for r in results:
                     print(r.line())
                 if down:
-                    return EXIT_RUN_ERRORS, f"judge unreachable: {down}"
+                    return EXIT_RUN_ERRORS, f"{judge} unreachable: {down}"
         print("dry run: configuration, answer files and prompts are valid; nothing was scored")
         return EXIT_OK, ""
     check_code = EXIT_OK

@@ -15,6 +15,29 @@ def turn_key(name: str, k: int) -> str:
     return f"{name}{TURN_MARK}{k}"
 
 
+def judge_key(name: str, judge: str) -> str:
+    """The score name one judge of a panel gave (`correctness@gpt4o`; a turn: `correctness@gpt4o@turn2`,
+    the turn mark last so that `@turnK` still ends every turn's key); `name` alone is the panel's. The
+    "@" makes it a variant of `name`, as a turn's is: not a primary score unless a config names it."""
+    base, mark, turn = name.rpartition(TURN_MARK)
+    if mark and turn.isdigit():
+        return f"{base}@{judge}{TURN_MARK}{turn}"
+    return f"{name}@{judge}"
+
+
+def split_judge_key(name: str) -> tuple[str, str | None]:
+    """(the panel's score name, the judge) of a score name: `correctness@gpt4o@turn2` ->
+    (`correctness@turn2`, "gpt4o"); a name without a judge -> (name, None). A judge's name never
+    looks like a turn mark (`turnK`), which the config refuses."""
+    base, mark, turn = name.rpartition(TURN_MARK)
+    if not (mark and turn.isdigit()):
+        base, turn = name, ""
+    head, at, judge = base.rpartition("@")
+    if not at or not judge or "/" in judge:
+        return name, None
+    return (f"{head}{TURN_MARK}{turn}" if turn else head), judge
+
+
 @dataclass(frozen=True)
 class Turn:
     """One round of a conversation: the user's message, the model's reply to it, and the reply's

@@ -110,6 +110,7 @@ class Family:
     scale: ClassVar[tuple[float, float] | None] = None  # the range of its scores (None: unbounded)
     run_independent: ClassVar[bool] = False  # score_run reads only the answers, not score's outputs
     conversations: ClassVar[str] = ""  # what it scores for a conversation; "" refuses categories that hold one
+    takes_panel: ClassVar[bool] = False  # asks every judge of a panel (`judge:` as a list); else refused with one
 
     def uses_judge(self, ctx: Context) -> bool:
         """Whether this family sends requests to the run's judge (with these options)."""

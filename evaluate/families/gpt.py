@@ -20,6 +20,10 @@
   `GPT/<metric>@turn<k>` and `GPT/<metric>` for the whole conversation (the mean of its turns,
   invalid when any turn is). A category with conversations needs the prompt files' conversation
   templates; without them it is refused at load.
+- A panel of judges (`judge:` as a list of named blocks, evaluate.judges.panel): every judge rates and
+  battles every item; each judge's scores are `GPT/<metric>@<judge>` (a turn: `GPT/<metric>@<judge>@turn<k>`),
+  the panel's `GPT/<metric>` (the mean, median or weighted mean of the judges' valid ratings), the
+  panel's battle verdict the judges' vote. The plan counts every judge's calls.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 
 from ..core.errors import ConfigError, InputError
 from ..core.io import clean_json
-from ..core.records import TURN_MARK, Record
+from ..core.records import TURN_MARK, Record, split_judge_key
 from ..core.registry import suggest
 from ..judges import cascade
 from ..judges.battle_summary import battle_ranking, by_category, controlled
@@ -56,6 +60,12 @@ def all_replies(record: Record) -> str:
 
 def _conversation_in(ctx: Context, category: str) -> Record | None:
     return next((r for s in ctx.sets[:1] for r in s.records if r.category == category and r.turns), None)
+
+
+def panel_size(ctx: Context) -> int:
+    """How many judges each request goes to: a panel's judges, else 1."""
+    panel = getattr(ctx.cfg, "panel", None)
+    return len(panel.members) if panel is not None else 1
 
 
 def wants_battle(ctx: Context) -> bool:
@@ -138,6 +148,7 @@ class GPTFamily(Family):
     scale = (1.0, 5.0)
     run_independent = True  # battles read the answers only
     conversations = PER_TURN
+    takes_panel = True
 
     def uses_judge(self, ctx):
         return True
@@ -220,13 +231,14 @@ class GPTFamily(Family):
         """Per model: a conversation asks one request per turn and metric, and has a score per turn
         and one for the whole (the models share the records' ids and turns, checked at load)."""
         recs = _model_records(ctx, ctx.model, category)
+        judges = panel_size(ctx)
         if len(recs) != n_items:
-            return {"scores": n_items * len(names), "judge_calls": n_items * len(names)}
+            return {"scores": n_items * len(names), "judge_calls": n_items * len(names) * judges}
         calls = sum(judged_units(r) for r in recs) * len(names)
-        out = {"scores": calls + sum(1 for r in recs if r.turns) * len(names), "judge_calls": calls}
+        out = {"scores": calls + sum(1 for r in recs if r.turns) * len(names), "judge_calls": calls * judges}
         split = cascade_split(ctx, category, names, recs)
         if split is not None:
-            out["judge_calls"] -= split.saved()
+            out["judge_calls"] -= split.saved() * judges
             out["rule_decided"] = split.saved()
         return out
 
@@ -264,7 +276,9 @@ class GPTFamily(Family):
             return {}
         n = sum(judged_units(r) for r in ctx.sets[0].records if "GPT" in categories.get(r.category, {}))
         pairs = len(ctx.sets) * (len(ctx.sets) - 1) // 2
-        return {"battle_calls": n * pairs * (2 if ctx.cfg.judge.both_orders else 1)}
+        panel = getattr(ctx.cfg, "panel", None)
+        blocks = [m.options for m in panel.members] if panel is not None else [ctx.cfg.judge]
+        return {"battle_calls": sum(n * pairs * (2 if b.both_orders else 1) for b in blocks)}
 
     def score(self, ctx, category, names, records):
         judge = rating_judge(ctx)
@@ -278,9 +292,13 @@ class GPTFamily(Family):
                         f"{len(records) - k} to the judge")
         sig = judge.signature()
         signatures = {n: {**sig, "metric": n, **self._signature_extras(ctx, n)} for n in names}
-        for key in sorted({k for it in items for k in (*it.scores, *it.invalid) if TURN_MARK in k}):
-            metric, _, turn = key.rpartition(TURN_MARK)
-            signatures[key] = {**sig, "metric": metric, "turn": int(turn), "conversation": PER_TURN,
+        for key in sorted({k for it in items for k in (*it.scores, *it.invalid)} - set(names)):
+            base, by = split_judge_key(key)  # a panel judge's own score: that judge's signature
+            own = judge.member_signature(by) if by is not None and hasattr(judge, "member_signature") else sig
+            metric, mark, turn = base.rpartition(TURN_MARK)
+            if not (mark and turn.isdigit()):
+                metric, turn = base, ""
+            signatures[key] = {**own, "metric": metric, **({"turn": int(turn), "conversation": PER_TURN} if turn else {}),
                                **self._signature_extras(ctx, metric)}
         return FamilyOutput(items=items, signatures=signatures)
 
@@ -308,7 +326,8 @@ class GPTFamily(Family):
             return None
         judge = battle_judge(ctx)
         ctx.log(f"battle: {len(answers)} models, {len(next(iter(answers.values())))} questions, "
-                f"{'both orders' if ctx.cfg.judge.both_orders else 'one order'}")
+                f"{'both orders' if judge.both_orders else 'one order'}"
+                + (f", a panel of {len(judge.names)} judges ({', '.join(judge.names)})" if hasattr(judge, "names") else ""))
         results = judge.run(answers)
         outputs = {name: {r.id: all_replies(r) for r in recs} for name, recs in answers.items()}
         written = []
@@ -324,6 +343,11 @@ class GPTFamily(Family):
                     f"losses / {s['invalid']} invalid; win rate of {res.model_a} {_fmt(s['win_rate'])}"
                     + (f"; probability-weighted: {w['wins']} / {w['ties']} / {w['losses']}, win rate "
                        f"{_fmt(w['win_rate'])}" if w else ""))
+            agree = (data.get("panel") or {}).get("agreement")
+            if agree:
+                ctx.log(f"  panel: Fleiss' kappa {_fmt(agree.get('fleiss_kappa'))} ({agree.get('strength')}) on "
+                        f"{agree.get('items')} items; effective judges {_fmt(agree.get('effective_judges'))} of "
+                        f"{agree.get('judges')}")
         out: dict[str, Any] = {"battles": written}
         if len(ctx.sets) > 2:
             try:

@@ -226,6 +226,10 @@ class BattleResult:
             self._fitted = True
         return self.calibration
 
+    def part(self, items: list[BattleItem]) -> "BattleResult":
+        """A part of this battle (a category's items, a turn's judgments) under its calibration."""
+        return BattleResult(self.model_a, self.model_b, items, self.both_orders, calibration=self.calibrated())
+
     def _count(self, verdict: str) -> int:
         return sum(1 for it in self.items if it.verdict == verdict)
 
@@ -300,9 +304,7 @@ class BattleResult:
         if not turns:
             return {}
         return {"turn_judgments": sum(len(it.turns) for it in self.items),
-                "by_turn": {str(k): BattleResult(self.model_a, self.model_b,
-                                                 [t for it in self.items for t in it.turns if t.turn == k],
-                                                 self.both_orders, calibration=self.calibrated()).summary()
+                "by_turn": {str(k): self.part([t for it in self.items for t in it.turns if t.turn == k]).summary()
                             for k in turns},
                 "conversation_rule": CONVERSATION_RULE}
 

@@ -47,11 +47,7 @@ def battle_ranking(results, outputs: dict[str, dict[str, str]], *, resamples: in
 
 def by_category(res) -> dict[str, Any]:
     """The battle's summary per category of its items."""
-    from .battle import BattleResult
-
     cats: dict[str, list] = {}
     for it in res.items:
         cats.setdefault(it.category, []).append(it)
-    return {cat: clean_json(BattleResult(res.model_a, res.model_b, items, res.both_orders,
-                                         calibration=res.calibrated()).summary())
-            for cat, items in sorted(cats.items())}
+    return {cat: clean_json(res.part(items).summary()) for cat, items in sorted(cats.items())}

@@ -54,19 +54,50 @@ def reference_use(ctx: Any):
     return ctx.memo[key]
 
 
+def member_backend(ctx: Any, name: str, opts: Any):
+    """A panel judge's backend, metered under `<family>@<judge>` so that its calls, tokens, cache hits
+    and cost reach the manifest on their own line; its cache is its own block's `cache`."""
+    from ..backends.cache_path import cache_file
+
+    if ctx.judges is None:
+        raise RuntimeError(f"{ctx.family}: no judge pool in this context")
+    return ctx.judges.for_family(f"{ctx.family}@{name}", opts, cache_file(opts.cache, ctx.cfg.save_path,
+                                                                           ctx.cfg.resolve))
+
+
 def battle_judge(ctx: Any):
-    """The BattleJudge the config asks for (run-wide battles; meta-eval's pairwise accuracy; judge-check)."""
+    """The BattleJudge the config asks for (run-wide battles; meta-eval's pairwise accuracy; judge-check);
+    for a panel, a PanelBattleJudge over one BattleJudge per judge."""
     from .battle import BattleJudge
 
     cfg = ctx.cfg
-    return BattleJudge(ctx.judge(), battle_prompt(ctx), both_orders=cfg.judge.both_orders,
-                       with_reference=reference_use(ctx), language=cfg.language,
-                       max_tokens=cfg.judge.max_tokens, explain=cfg.judge.explain)
+
+    def one(backend: Any, opts: Any) -> BattleJudge:
+        return BattleJudge(backend, battle_prompt(ctx), both_orders=opts.both_orders,
+                           with_reference=reference_use(ctx), language=cfg.language,
+                           max_tokens=opts.max_tokens, explain=opts.explain)
+
+    if getattr(cfg, "panel", None) is None:
+        return one(ctx.judge(), cfg.judge)
+    from .panel import PanelBattleJudge
+
+    return PanelBattleJudge({m.name: one(member_backend(ctx, m.name, m.options), m.options)
+                             for m in cfg.panel.members}, cfg.panel.policy)
 
 
 def rating_judge(ctx: Any):
+    """The RatingJudge the config asks for; for a panel, a PanelRatingJudge over one per judge."""
     from .rating import RatingJudge
 
     cfg = ctx.cfg
-    return RatingJudge(ctx.judge(), eval_prompts(ctx), mode=cfg.judge.mode, with_reference=reference_use(ctx),
-                       language=cfg.language, max_tokens=min(cfg.judge.max_tokens, 384), log=ctx.log)
+
+    def one(backend: Any, opts: Any) -> RatingJudge:
+        return RatingJudge(backend, eval_prompts(ctx), mode=opts.mode, with_reference=reference_use(ctx),
+                           language=cfg.language, max_tokens=min(opts.max_tokens, 384), log=ctx.log)
+
+    if getattr(cfg, "panel", None) is None:
+        return one(ctx.judge(), cfg.judge)
+    from .panel import PanelRatingJudge
+
+    return PanelRatingJudge({m.name: one(member_backend(ctx, m.name, m.options), m.options)
+                             for m in cfg.panel.members}, cfg.panel.policy)

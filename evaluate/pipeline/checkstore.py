@@ -142,6 +142,20 @@ def summary_of(record: dict[str, Any] | None, key: str, config: str | None) -> d
             "file": str(layout.judge_check_file(Path(""), key))}
 
 
+def _panel_summary(cfg: Any, judges: Any, save: Any) -> dict[str, Any]:
+    """A panel's check: each judge's own (`eval.py judge-check` stores one per judge), and the panel
+    counted checked when every judge is, trustworthy when every judge is."""
+    from .config import single_judges
+
+    per = {}
+    for name, one in single_judges(cfg):
+        _, _, key = judge_identity(one, judges)
+        per[name] = summary_of(lookup(save.path, key), key, str(cfg.source) if cfg.source else None)
+    checked = all(x["checked"] for x in per.values())
+    return {"checked": checked, "trustworthy": all(x["trustworthy"] for x in per.values()) if checked else None,
+            "key": None, "verdict": "; ".join(f"judge {n}: {x['verdict']}" for n, x in per.items()), "panel": per}
+
+
 def attach_to_run(cfg: Any, plan: Any, judges: Any, save: Any, manifest: dict[str, Any],
                   log: Callable[[str], None]) -> dict[str, Any] | None:
     """Called once by the runner after scoring, before anything is written: find the check of this
@@ -151,8 +165,10 @@ def attach_to_run(cfg: Any, plan: Any, judges: Any, save: Any, manifest: dict[st
     if "GPT" not in plan.families:
         return None
     try:
-        _, _, key = judge_identity(cfg, judges)
-        summary = summary_of(lookup(save.path, key), key, str(cfg.source) if cfg.source else None)
+        summary = _panel_summary(cfg, judges, save) if getattr(cfg, "panel", None) is not None else None
+        if summary is None:
+            _, _, key = judge_identity(cfg, judges)
+            summary = summary_of(lookup(save.path, key), key, str(cfg.source) if cfg.source else None)
         manifest["judge_check"] = summary
         save.include_earlier()
         save.stamp("GPT/", "judge_check", {x: summary.get(x) for x in ("trustworthy", "verdict", "key")})

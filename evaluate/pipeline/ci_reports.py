@@ -20,6 +20,7 @@ status with its exit code), for `$GITHUB_STEP_SUMMARY` or a merge-request commen
 from __future__ import annotations
 
 import math
+import os
 import re
 import socket
 from dataclasses import dataclass, field
@@ -133,12 +134,17 @@ class CIFiles:
 
     @classmethod
     def at(cls, junit: str | Path | None, markdown: str | Path | None) -> "CIFiles":
-        """Checked before any work: a folder that does not exist is exit 2 now, not after the run."""
+        """Checked before any work: a folder that does not exist is made when the file is written (issue 39:
+        `--junit reports/eval.xml` in a fresh CI checkout was exit 2); one that cannot be made (a file
+        in the way, no write permission) is exit 2 now, not after the run."""
         for flag, p in (("--junit", junit), ("--markdown", markdown)):
             if p is not None:
                 parent = Path(p).expanduser().resolve().parent
-                if not parent.is_dir():
-                    raise InputError(f"{flag} {p}: the folder {parent} does not exist")
+                existing = next(a for a in (parent, *parent.parents) if a.exists())
+                if not existing.is_dir():
+                    raise InputError(f"{flag} {p}: the folder {parent} cannot be made: {existing} is a file")
+                if existing != parent and not os.access(existing, os.W_OK | os.X_OK):
+                    raise InputError(f"{flag} {p}: the folder {parent} cannot be made: {existing} is not writable")
                 if Path(p).is_dir():
                     raise InputError(f"{flag} {p}: is a folder; give a file name")
         return cls(Path(junit) if junit else None, Path(markdown) if markdown else None)
@@ -298,6 +304,7 @@ def markdown_text(sections: list[RunSection]) -> str:
         out += _pairs(data, keys) + _battles(data, models) + _left_out(data.manifest or {})
         if sec.gates:
             out += _table(["gate", "result", "detail"],
-                          [[f"`{g.name}`", "passed" if g.passed else "**FAILED**",
-                            g.checked if g.passed else "; ".join(g.failures)] for g in sec.gates])
+                          [[f"`{g.name}`", ("passed without power" if g.no_power else "passed") if g.passed else "**FAILED**",
+                            (f"{g.checked}; {g.no_power}" if g.no_power else g.checked) if g.passed
+                            else "; ".join(g.failures)] for g in sec.gates])
     return "\n".join(out).rstrip() + "\n"

@@ -93,6 +93,7 @@ class _RecordingPool(JudgePool):
                 # an existing cache answers; a missing one is not created in the save path
                 path = cache_path if cache_path is not None and cache_path.exists() else self._scratch / "empty.sqlite"
                 cache = _SeeingCache(_Recorder(real), path)
+                cache.price = opts.price  # a panel's estimate prices each judge's requests at its own price
                 self.caches.append(cache)
                 self._backends[key] = cache
             return self._backends[key]
@@ -105,12 +106,26 @@ def _identity(opts) -> Backend:
     return identity(opts)
 
 
+def cached_flags(opts: Any, cache_path: Path | None, requests: Sequence[JudgeRequest]) -> list[bool]:
+    """Which of `requests` the judge cache at `cache_path` answers now for the judge `opts` describe (a
+    benchmark's dry run counts them as not to send): no call is made, and a cache that does not exist is
+    not created."""
+    if cache_path is None or not Path(cache_path).exists() or not requests:
+        return [False] * len(requests)
+    cache = CachedBackend(_Recorder(_identity(opts)), cache_path)
+    try:
+        return [c.cached for c in cache.complete_many(list(requests))]
+    finally:
+        cache.close()
+
+
 @dataclass
 class Collected:
     model: str
     seen: dict[str, JudgeRequest] = field(default_factory=dict)  # every request of the run (cache key -> request)
     missing: dict[str, JudgeRequest] = field(default_factory=dict)  # those the cache does not answer
     deferred: int = 0  # requests built on replies not in the cache yet: the next round's
+    parts: list[tuple[list[JudgeRequest], dict[str, float] | None]] = field(default_factory=list)  # per judge
 
 
 def collect(prep: Prepared, log: Callable[[str], None] = lambda s: None) -> Collected:
@@ -141,6 +156,7 @@ def collect(prep: Prepared, log: Callable[[str], None] = lambda s: None) -> Coll
             out.seen.update(cache.seen)
             out.missing.update(cache.missing)
             out.deferred += cache.deferred
+            out.parts.append((list(cache.missing.values()), getattr(cache, "price", None)))
             cache.close()
     return out
 
@@ -200,7 +216,14 @@ def estimate(prep: Prepared) -> dict[str, Any] | None:
     out: dict[str, Any] = {"requests": len(got.missing), "cached": len(got.seen) - len(got.missing) - got.deferred,
                            "prompt_tokens": prompt, "completion_tokens_max": completion, "cost_usd_max": None,
                            "batch_cost_usd_max": None}
-    if cfg.judge.price:
+    if getattr(cfg, "panel", None) is not None:  # each judge's requests at its own price; all priced, or none
+        if all(price for _, price in got.parts):
+            cost = sum(cost_usd(*estimate_tokens(reqs), price) for reqs, price in got.parts)  # type: ignore[arg-type]
+            out["cost_usd_max"] = round(cost, 4)
+            out["batch_cost_usd_max"] = round(cost / 2, 4)
+        else:
+            out["cost_note"] = "not every judge of the panel has a price (judge[i].price): no cost estimate"
+    elif cfg.judge.price:
         cost = cost_usd(prompt, completion, cfg.judge.price)
         out["cost_usd_max"] = round(cost, 4)
         out["batch_cost_usd_max"] = round(cost / 2, 4)
@@ -215,6 +238,8 @@ def describe_estimate(est: dict[str, Any] | None) -> str:
     if est["cost_usd_max"] is not None:
         text += (f"; cost at most ${est['cost_usd_max']:.4f}, with judge.batch (half price) "
                  f"${est['batch_cost_usd_max']:.4f}")
+    elif est.get("cost_note"):
+        text += f"; {est['cost_note']}"
     return text + ("\n  (requests that depend on earlier replies, e.g. SAGEval's second agent and re-asks, are "
                    "counted once those replies are cached)")
 

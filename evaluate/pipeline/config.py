@@ -9,6 +9,8 @@ unchanged. This project adds, all optional:
     prompts:      {battle: battle_prompt_en.json, evaluation: evaluation_prompt_en.json}
     judge:        {backend, model, base_url, api_key_env, concurrency, timeout, max_retries,
                    temperature, cache, mode, both_orders, price}
+                  or a panel: a list of such blocks, each with a `name` (evaluate.judges.panel_config)
+    panel:        {rating: mean | median, weights: {judge name: weight}}   how a panel's judges combine
     gpt_with_reference: auto        # auto | true | false: the judge is shown the reference (evaluate.judges.references)
     category.<name>.cascade: {correctness: ExactMatch}   # a rule check decides first (evaluate.judges.cascade)
     metric_options: {BERTScore: {num_layers: 6}, ROUGE: {multi_ref: max}}
@@ -46,13 +48,14 @@ from ..core.secrets import scrub_url
 from ..families import FAMILY_REGISTRY, family_names
 from ..families.gpt import CATEGORY_KEYS, check_cascade
 from ..families.metrics import check_metric_options, resolve_option_paths
+from ..judges.panel_config import PanelConfig, parse_panel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
     "judge", "gpt_with_reference", "metric_options", "battle", "limit", "max_invalid_share", "primary",
-    "summary_scores", "missing",
+    "summary_scores", "missing", "panel",
 )
 MISSING = ("refuse", "common")  # `missing:` what a model without an answer for some items does to the run
 
@@ -91,7 +94,8 @@ class RunConfig:
     save_path: Path = Path("results")
     battle_prompt: Path | None = None
     evaluation_prompt: Path | None = None
-    judge: JudgeConfig = field(default_factory=JudgeConfig)
+    judge: JudgeConfig = field(default_factory=JudgeConfig)  # a panel's: its first judge's (one-judge paths)
+    panel: PanelConfig | None = None  # `judge:` as a list of named judges (evaluate.judges.panel_config)
     gpt_with_reference: bool | str = "auto"  # "auto", True or False (evaluate.judges.references)
     cascade: dict[str, dict[str, str]] = field(default_factory=dict)  # category -> GPT metric -> rule check
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -104,6 +108,7 @@ class RunConfig:
     primary: list[str] | None = None  # confirmatory scores of each pair (`Family/name`); None: a default per family
     summary_scores: list[str] | None = None  # scores of the closing lines; None: the primary scores
     missing: str = "refuse"  # an item some model did not answer: refuse the run, or score the common items
+    force: bool = False  # --force: replace a fuller run's results with a --limit run's, or mix item sets
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -127,7 +132,8 @@ class RunConfig:
                 "battle": str(self.battle_prompt) if self.battle_prompt else None,
                 "evaluation": str(self.evaluation_prompt) if self.evaluation_prompt else None,
             },
-            "judge": scrubbed_judge(self.judge),
+            "judge": judge_shown(self),
+            **({"panel": self.panel.policy.to_dict()} if self.panel else {}),
             "gpt_with_reference": self.gpt_with_reference,
             "metric_options": self.metric_options,
             **{key: self.blocks.get(key, {}) for key in top_level_keys() if key not in BASE_KEYS},
@@ -166,6 +172,39 @@ def scrubbed_judge(judge: JudgeOptions) -> dict[str, Any]:
     return out
 
 
+def judge_shown(cfg: "RunConfig") -> dict[str, Any] | list[dict[str, Any]]:
+    """The `judge:` block as manifests and the plan show it: one judge's scrubbed block, or a panel's
+    list of them, each with its name."""
+    if cfg.panel is None:
+        return scrubbed_judge(cfg.judge)
+    return [{"name": m.name, **scrubbed_judge(m.options)} for m in cfg.panel.members]
+
+
+def judge_blocks(cfg: "RunConfig") -> list[tuple[str, JudgeOptions]]:
+    """(key path, options) of every judge of the run: `judge` alone, or `judge[i]` of a panel."""
+    if cfg.panel is None:
+        return [("judge", cfg.judge)]
+    return [(f"judge[{i}]", m.options) for i, m in enumerate(cfg.panel.members)]
+
+
+def single_judges(cfg: "RunConfig") -> list[tuple[str | None, "RunConfig"]]:
+    """(judge name, a config with that judge alone) for each judge of the run: (None, cfg) for one judge,
+    one per judge of a panel (the judge check checks each judge on its own)."""
+    from dataclasses import replace
+
+    if cfg.panel is None:
+        return [(None, cfg)]
+    return [(m.name, replace(cfg, judge=m.options, panel=None)) for m in cfg.panel.members]
+
+
+def refuse_panel(cfg: "RunConfig", what: str, instead: str) -> None:
+    """ConfigError (exit 2) when `cfg` names a panel of judges and `what` (a flag, a setting) takes one
+    judge: names the `judge:` key, the panel's judges and what to do `instead`."""
+    if cfg.panel is not None:
+        raise ConfigError([f"judge: a panel of {len(cfg.panel.members)} judges ({', '.join(cfg.panel.names)}); "
+                           f"{what} takes one judge: {instead}"], str(cfg.source or "config"))
+
+
 class _Checker:
     """Collects shape problems with their key paths, so one run reports all of them."""
 
@@ -202,7 +241,17 @@ def _resolve(base: Path | None, value: str) -> Path:
         # `base` is resolved (no symlink left), so dropping "dir/.." lexically names the same file, and
         # the paths printed read results/my/report.html, not cfg/../results/my/report.html
         p = Path(os.path.normpath(base / p))
-    return p
+    return without_dotdot(p)
+
+
+def without_dotdot(p: Path) -> Path:
+    """An absolute path without "..": the part up to its last ".." resolved as the system does (a symlink
+    before a ".." leads where the system goes), the rest kept as written. Issue 39: an absolute
+    save_path /runs/tmp/../nightly was printed, and stored in the manifest, with its /../."""
+    if not p.is_absolute() or ".." not in p.parts:
+        return p
+    last = len(p.parts) - 1 - p.parts[::-1].index("..")
+    return Path(os.path.realpath(Path(*p.parts[:last + 1]))).joinpath(*p.parts[last + 1:])
 
 
 def _generated_entry(chk: _Checker, item: dict[str, Any], where: str, base: Path | None, cfg: RunConfig) -> None:
@@ -320,8 +369,20 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
             if value is not None and chk.expect(value, str, f"prompts.{kind}", "a path string"):
                 setattr(cfg, f"{kind}_prompt", _resolve(base, value))
 
-    judge = raw.get("judge", {}) or {}
-    if chk.expect(judge, dict, "judge", "a mapping of judge settings"):
+    judge = raw.get("judge", {})
+    judge = {} if judge is None else judge
+    if isinstance(judge, list):  # a panel of judges
+        cfg.panel, problems = parse_panel(judge, raw.get("panel"), SECRET_KEYS)
+        chk.problems.extend(problems)
+        if cfg.panel is not None:
+            cfg.judge = cfg.panel.members[0].options
+    elif raw.get("panel") is not None:
+        chk.problems.append("panel: goes with a panel of judges: write judge: as a list of judge blocks, each with "
+                            "a name (judge: [{name: a, backend: ..., model: ...}, {name: b, ...}]), or leave panel "
+                            "out")
+    if not isinstance(judge, list) and chk.expect(judge, dict, "judge",
+                                                  "a mapping of judge settings (or a list of named judge blocks: "
+                                                  "a panel)"):
         secrets = [k for k in judge if str(k).lower() in SECRET_KEYS]
         if secrets:
             chk.problems.append("judge: put the API key in an environment variable and name it in "
@@ -397,13 +458,16 @@ def judge_reachability(cfg: RunConfig) -> None:
     (judge.base_url or $OPENAI_BASE_URL) or, for OpenAI itself, a key; else every call would fail."""
     import os
 
-    j = cfg.judge
-    if not capabilities(j).user_server or j.base_url or os.environ.get("OPENAI_BASE_URL"):
-        return
-    if not (cfg.openai_key or os.environ.get(j.api_key_env)):
-        raise ConfigError([f"judge: backend openai with no judge.base_url and no API key (environment variable "
-                           f"{j.api_key_env} is not set, no --openai_key): set judge.base_url to your server "
-                           "(e.g. http://127.0.0.1:8000/v1) or provide the key"], str(cfg.source or "config"))
+    problems = []
+    for where, j in judge_blocks(cfg):
+        if not capabilities(j).user_server or j.base_url or os.environ.get("OPENAI_BASE_URL"):
+            continue
+        if not (cfg.openai_key or os.environ.get(j.api_key_env)):
+            problems.append(f"{where}: backend openai with no {where}.base_url and no API key (environment variable "
+                            f"{j.api_key_env} is not set, no --openai_key): set {where}.base_url to your server "
+                            "(e.g. http://127.0.0.1:8000/v1) or provide the key")
+    if problems:
+        raise ConfigError(problems, str(cfg.source or "config"))
 
 
 def check_judge_model(cfg: RunConfig) -> None:
@@ -413,10 +477,11 @@ def check_judge_model(cfg: RunConfig) -> None:
     from ..backends.preflight import check_model
 
     src = cfg.source.resolve().parent if cfg.source else None
-    try:
-        check_model(cfg.judge, [src], "judge.model")
-    except InputError as exc:
-        raise ConfigError([str(exc)], str(cfg.source or "config")) from None
+    for where, opts in judge_blocks(cfg):
+        try:
+            check_model(opts, [src], f"{where}.model")
+        except InputError as exc:
+            raise ConfigError([str(exc)], str(cfg.source or "config")) from None
 
 
 def check_model_names(names: list[str], source: str = "config") -> None:

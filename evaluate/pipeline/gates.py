@@ -13,6 +13,8 @@
       its simultaneous interval within the pair's confirmatory family excludes 0; any other row is
       exploratory, its unadjusted 95% interval excludes 0, and the failure says so);
       no CATEGORY: the "(all)" row over every category.
+      A row on too few items for its exact test ever to call a difference passes "without power",
+      and its line says so with the items it needs.
     --fail-under-win-rate CANDIDATE:BASELINE=X   the candidate's battle win rate against the
       baseline (ties count half, invalid verdicts left out) below X.
     --fail-on-untrusted-judge   the judge check of this judge and prompts did not pass, or there is
@@ -36,6 +38,8 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.registry import suggest
+from ..stats.intervals import MIN_INTERVAL_N
+from ..stats.paired import min_attainable_p
 
 ALL_ROWS = "(all)"
 EVERY = "*"
@@ -268,8 +272,8 @@ class GateView:
         scores = sorted({k for r in res for block in _blocks(r) for k in block})
         battles = any({(b.get("summary") or {}).get("model_a"), (b.get("summary") or {}).get("model_b")}
                       <= set(self.gated) for b in self.battles)
-        return Known(models=list(self.gated), categories=cats, scores=scores, battles=battles,
-                     judge=any(k.startswith("GPT/") for k in scores))
+        judged = any(k.startswith("GPT/") for k in scores) or bool(self.manifest.get("judge_check"))  # a benchmark's
+        return Known(models=list(self.gated), categories=cats, scores=scores, battles=battles, judge=judged)
 
 
 def _matches(key: str, score: str) -> bool:
@@ -289,6 +293,7 @@ class GateResult:
     spec: str  # as written on the command line ("" for --fail-on-untrusted-judge)
     failures: list[str]  # what failed, one entry per aggregate / row / pair
     checked: str  # what passed, in words (the line of a passing gate)
+    no_power: str = ""  # why this gate could not have failed at this number of items ("" when it could)
 
     @property
     def passed(self) -> bool:
@@ -299,6 +304,8 @@ class GateResult:
         return f"{self.flag} {self.spec}".strip()
 
     def line(self, shown: int = 3) -> str:
+        if self.passed and self.no_power:
+            return f"gate passed without power: {self.name}: {self.checked}; {self.no_power}"
         if self.passed:
             return f"gate passed: {self.name}: {self.checked}"
         more = f"; and {len(self.failures) - shown} more" if len(self.failures) > shown else ""
@@ -376,7 +383,29 @@ def worse_gate(comparisons: list[dict[str, Any]], g: WorseGate) -> GateResult:
             checked.append(f"{g.candidate} vs {g.baseline} on {g.category}:{r['score']}: {said}, mean "
                            f"{_mean_of(r, comp, g.candidate):.4f} vs {_mean_of(r, comp, g.baseline):.4f} "
                            f"({r.get('role') or 'exploratory'})")
-    return GateResult("--fail-if-worse", g.spec, failures, "; ".join(checked))
+    powerless = [why for r in rows if (why := _no_power(r))]
+    return GateResult("--fail-if-worse", g.spec, failures, "; ".join(checked),
+                      "; ".join(powerless) if not failures and len(powerless) == len(rows) else "")
+
+
+def _no_power(row: dict[str, Any]) -> str:
+    """Why this row could not say "the baseline is better" whatever the scores, or "": below
+    MIN_INTERVAL_N pairs (and for pass/fail scores at any n) an exact test decides, whose smallest p
+    with n pairs is 2 / 2^n; when that is not below the row's level, a gate on it passes by construction
+    (issue 39: it said "gate passed" on 4 items)."""
+    n, m, level = row.get("n"), row.get("m") or 1, row.get("level")
+    if not isinstance(n, int) or not isinstance(level, (int, float)) or row.get("interval"):
+        return ""
+    if n >= MIN_INTERVAL_N and "McNemar" not in str(row.get("test")):
+        return ""
+    alpha_row = 1 - float(level)
+    if min_attainable_p(n) < alpha_row:
+        return ""
+    need = 1 + math.floor(1 + math.log2(1 / alpha_row))
+    at = f"alpha {alpha_row * m:.2g}" + (f" over {m} tests" if m > 1 else "")
+    return (f"with {n} paired item{'s' * (n != 1)} no difference on {row.get('score')} can be called at "
+            f"{at} (smallest attainable p {min_attainable_p(n):.3g} >= {alpha_row:.3g}), so this gate could not fail; "
+            f"it needs at least {min(need, MIN_INTERVAL_N)} items")
 
 
 def worse_failures(comparisons: list[dict[str, Any]], gates: list[WorseGate]) -> list[str]:
@@ -444,7 +473,26 @@ def judge_gate(manifest: dict[str, Any]) -> GateResult:
     jc = manifest.get("judge_check") or {}
     if jc.get("trustworthy") is True:
         return GateResult("--fail-on-untrusted-judge", "", [], f"judge check: {jc.get('verdict') or 'passed'}")
+    if jc.get("checked") is not True:
+        said = jc.get("verdict") or "not checked: no judge check of this judge and these prompts in the save path"
+        return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {said}; run one: {how_to_check(manifest)}"],
+                          "")
     return GateResult("--fail-on-untrusted-judge", "", [f"judge check: {jc.get('verdict') or 'not checked'}"], "")
+
+
+def how_to_check(manifest: dict[str, Any]) -> str:
+    """The command that checks the judge a save path's run used, in words (issue 39: the gate failed on
+    "not checked" without saying how to check)."""
+    bench, cfg = manifest.get("benchmark"), manifest.get("config_file")
+    if (manifest.get("judge_check") or {}).get("panel"):  # the run's --judge-check takes one judge
+        return f"`eval.py judge-check --config {cfg or 'CFG'}` checks each judge of the panel"
+    if bench == "mt_bench":
+        return "add --judge-check N to the `eval.py mt-bench` command (N of the run's judged turns are checked)"
+    if bench:
+        return f"`eval.py judge-check --config {cfg or 'CFG'}` with this judge and this save_path stores one"
+    return (f"add --judge-check N to the run (`eval.py --config {cfg or 'CFG'} --judge-check 20 "
+            f"--fail-on-untrusted-judge`: N sanity pairs per corruption, checked before the run), or "
+            f"`eval.py judge-check --config {cfg or 'CFG'}` stores one for later runs")
 
 
 def evaluate(gates: Gates, view: GateView) -> list[GateResult]:

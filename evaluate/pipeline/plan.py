@@ -11,7 +11,7 @@ from typing import Any
 from ..core.errors import ConfigError, InputError
 from ..families import Context, Family, family_names, get_family
 from .answers import AnswerSet
-from .config import RunConfig, scrubbed_judge
+from .config import RunConfig, judge_shown
 
 
 @dataclass
@@ -75,6 +75,32 @@ def misspelt_categories(cfg: RunConfig, used: set[str], skipped: dict[str, int])
     return out
 
 
+def near_miss_notes(cfg: RunConfig, used: set[str]) -> list[dict[str, Any]]:
+    """A config category that matches no record while a covered record category is close to it
+    (`clsed_qa:` beside `closed_qa:`) is likely a typo whose scores were meant for that category: they
+    are not run there. Not refused (the records are all scored by the other entry), but said in the plan
+    and the closing lines (issue 39: it passed unremarked)."""
+    import difflib
+
+    if getattr(cfg, "shard", None):
+        return []
+    covered = {c.lower(): c for c in used if c in cfg.categories}
+    out = []
+    for cat, entry in cfg.categories.items():
+        if cat in used:
+            continue
+        close = [covered[c] for c in difflib.get_close_matches(cat.lower(), list(covered), n=2, cutoff=0.75)]
+        if close:
+            names = "; ".join(f"{fam}: {', '.join(map(str, v))}" for fam, v in entry.items()
+                              if isinstance(v, list) and v)
+            out.append({"text": f'warning: category.{cat}: no record has category "{cat}", so its scores '
+                                f"({names or 'none'}) run nowhere; did you mean "
+                                + " or ".join(f'"{c}"' for c in close)
+                                + " (which has its own entry)? Move them there or rename the entry",
+                        "scores": []})
+    return out
+
+
 def select_families(only: list[str] | None, skip: list[str] | None) -> list[str]:
     from ..core.registry import suggest
 
@@ -130,6 +156,7 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     problems.extend(conversation_refusals(sets, categories, fam_objs))
     for fam, obj in fam_objs.items():
         problems.extend(obj.validate_run(contexts[fam], categories))
+    problems.extend(panel_refusals(cfg, categories, fam_objs, contexts))
     if problems:
         raise ConfigError(problems, str(cfg.source) if cfg.source else None)
     work: dict[str, dict[str, int]] = {}
@@ -147,13 +174,36 @@ def build_plan(cfg: RunConfig, sets: list[AnswerSet], families: list[str],
     options = {f: asdict(contexts[f].options) for f in fam_objs if is_dataclass(contexts[f].options)
                and fields(contexts[f].options)}
     if any(w.get("judge_calls") or w.get("battle_calls") for w in work.values()):  # the resolved judge block
-        options["judge"] = scrubbed_judge(cfg.judge)
+        shown = judge_shown(cfg)  # a panel's: {judge name: its block}, and how the judges combine
+        options["judge"] = {b.pop("name"): b for b in shown} if isinstance(shown, list) else shown
+        if getattr(cfg, "panel", None) is not None:
+            options["panel"] = cfg.panel.policy.to_dict()
     if "Metrics" in fam_objs and cfg.metric_options:
         options["metric_options"] = cfg.metric_options
-    notes = [note for fam, obj in fam_objs.items() for note in obj.plan_notes(contexts[fam], categories)]
+    notes = near_miss_notes(cfg, used)
+    notes += [note for fam, obj in fam_objs.items() for note in obj.plan_notes(contexts[fam], categories)]
     plan = Plan(families=[f for f in families if f in fam_objs], categories=categories, items=items,
                 skipped=skipped, work=work, options=options, notes=notes)
     return plan, fam_objs
+
+
+def panel_refusals(cfg: RunConfig, categories: dict[str, dict[str, list[str]]], fam_objs: dict[str, Family],
+                   contexts: dict[str, Context]) -> list[str]:
+    """A panel of judges reaches the families that say they take one (`takes_panel`: GPT); another family
+    that asks the judge (SAGEval, UniEval's judge variant) is refused rather than silently given the
+    panel's first judge."""
+    panel = getattr(cfg, "panel", None)
+    if panel is None:
+        return []
+    out = []
+    for fam, obj in fam_objs.items():
+        cats = [c for c, fams in categories.items() if fam in fams]
+        if cats and not obj.takes_panel and obj.uses_judge(contexts[fam]):
+            out.append(f"judge: a panel of judges ({', '.join(panel.names)}) rates and battles for the GPT family "
+                       f"only; {fam} (category.{cats[0]}.{fam}) asks one judge: run it with a single judge block "
+                       f"(judge: {{backend: ..., model: ...}}) in a config of its own, or leave {fam} out here "
+                       f"(--skip {fam})")
+    return out
 
 
 def conversation_refusals(sets: list[AnswerSet], categories: dict[str, dict[str, list[str]]],

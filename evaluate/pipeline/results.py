@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..core.errors import InputError
-from ..core.io import sha256_text
+from ..core.io import clean_json, sha256_text
 from ..core.records import Record
 from ..savepath import layout, read, write
+from ..stats.panel import items_rating_agreement
 from ..stats.scales import pass_fail, score_scale
 from ..core.scores import ItemScores
 
@@ -315,8 +316,16 @@ class ModelResults:
             "signatures": self.signatures,
             "aggregates": self.aggregates(),
             "skipped_categories": self.skipped_categories,
+            **self._panel(),
             "items": list(self.items.values()),
         }
+
+    def _panel(self) -> dict[str, Any]:
+        """A panel of judges' agreement on this model's items, per panel score (nothing for one judge)."""
+        agreement = items_rating_agreement(list(self.items.values()))
+        return {"panel": {"agreement": clean_json(agreement), "level": "Krippendorff's alpha, interval level, over "
+                          "this model's items; pairwise Spearman correlation; effective judges n / (1 + (n - 1) r)"}
+                } if agreement else {}
 
 
 def load_all(save_path: Path, unreadable: list[read.Unreadable] | None = None) -> list[ModelResults]:

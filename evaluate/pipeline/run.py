@@ -29,8 +29,10 @@ from ..savepath.write import server_logs
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
-from .config import RunConfig, check_judge_model, check_model_names, judge_reachability, resolve_score_names
+from .config import (RunConfig, check_judge_model, check_model_names, judge_blocks, judge_reachability,
+                     resolve_score_names)
 from .gates import known_of
+from .item_sets import check_item_sets
 from .outputs import write_outputs
 from .plan import Plan, Prepared, family_context, load_inputs, with_scale
 from .savedir import SaveDir
@@ -60,7 +62,7 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(),
            "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
-    if capabilities(cfg.judge).http or cfg.judge.price:
+    if any(capabilities(j).http or j.price for _, j in judge_blocks(cfg)):
         out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
@@ -110,6 +112,11 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
     ensure_dir(cfg.save_path, "save_path")
     lock = SaveLock.acquire(cfg.save_path, run_id)  # a second run into this save_path is refused, never merged blindly
     save = SaveDir(cfg.save_path, log=log, run_id=run_id, started=_iso(started))
+    try:  # the earlier results as the run reads them (once), before anything is scored or written
+        check_item_sets(cfg.save_path, save.earlier_files()[0], sets, cfg.limit, cfg.force)
+    except InputError:
+        lock.release()
+        raise
     judges = ProbingPool(api_key=cfg.openai_key, log=log, server_log=server_logs(cfg.save_path))
     manifest = new_manifest(
         run_id=run_id, config=cfg.to_dict(), config_hash=cfg.hash,
@@ -259,8 +266,8 @@ def unit_scheduler(cfg: RunConfig, parallel: bool | None) -> UnitScheduler | Non
     """Threads for judge-bound units when the judge is an HTTP server (a local judge stays sequential):
     enough units at a time to keep the judge's requests in flight (a unit of one small category
     has only a few), at most 64."""
-    if parallel is False or (parallel is None and not capabilities(cfg.judge).http):
-        return None
+    if parallel is False or (parallel is None and not all(capabilities(j).http for _, j in judge_blocks(cfg))):
+        return None  # a panel with an in-process judge too: sequential, as one such judge is
     specs = cfg.judge.endpoint_specs() or [{"concurrency": cfg.judge.concurrency}]
     in_flight = sum(int(e["concurrency"]) for e in specs)
     return UnitScheduler(min(64, max(4, in_flight // 4)))

@@ -254,19 +254,54 @@ def judge_panel(data: RunLog) -> dict[str, Any]:
     biases = []
     for bt in data.battles:
         s = bt.get("summary") or {}
-        biases.append({"pair": f"{s.get('model_a')} vs {s.get('model_b')}", "n_items": s.get("items"),
-                       "first": s.get("first_position_win_rate"), "flip": s.get("flip_rate"),
-                       "inconsistency": s.get("inconsistency_rate"), "invalid": s.get("invalid"),
-                       "one_order_invalid": s.get("one_order_invalid"), "ties": s.get("ties"),
-                       "controlled": bt.get("controlled") or s.get("controlled")})
+        own = {n: j.get("summary") or {} for n, j in ((bt.get("panel") or {}).get("judges") or {}).items()}
+        for label, js in (own.items() if own else [(None, s)]):  # a panel's: each judge's own bias
+            biases.append({"pair": f"{s.get('model_a')} vs {s.get('model_b')}" + (f" (judge {label})" if label else ""),
+                           "n_items": js.get("items"), "first": js.get("first_position_win_rate"),
+                           "flip": js.get("flip_rate"), "inconsistency": js.get("inconsistency_rate"),
+                           "invalid": js.get("invalid"), "one_order_invalid": js.get("one_order_invalid"),
+                           "ties": js.get("ties"), "controlled": None if label else (bt.get("controlled") or s.get("controlled"))})
     check = judge_check_shown(data)
     run_check = (data.manifest or {}).get("judge_check")
     unchecked = (str(run_check.get("verdict") or "") if isinstance(run_check, dict) and run_check.get("scope")
                  else None)
-    return {"used": used, "config": readable_settings(judge_options_shown(cfg_judge)) if used else None,
+    if isinstance(cfg_judge, list):  # a panel: each judge's block in one line
+        policy = ((data.manifest or {}).get("config") or {}).get("panel")
+        config = {f"judge {b.get('name')}": readable(judge_options_shown({k: v for k, v in b.items() if k != "name"}))
+                  for b in cfg_judge if isinstance(b, dict)} | ({"panel": readable(policy)} if policy else {})
+    else:
+        config = readable_settings(judge_options_shown(cfg_judge))
+    return {"used": used, "config": config if used else None, "panel": panel_agreement(data),
             "signatures": {k: readable_settings(v) for k, v in sigs.items()},
             "check": check, "check_detail": _check_detail(check), "unchecked": unchecked,
             "biases": biases, "invalid": invalid_reasons(data)}
+
+
+def _pairs_text(pairs: Any) -> str:
+    out = []
+    for p in pairs or []:
+        r, k = p.get("r"), p.get("cohen_kappa")
+        out.append(f"{' / '.join(p.get('judges') or [])}: r {'–' if r is None else f'{r:.2f}'}"
+                   + ("" if "cohen_kappa" not in p else f", Cohen's kappa {'–' if k is None else f'{k:.2f}'}"))
+    return "; ".join(out)
+
+
+def panel_agreement(data: RunLog) -> dict[str, Any] | None:
+    """A panel of judges' agreement: per panel score over every model's items (Krippendorff's alpha), per
+    battle (Fleiss' kappa), each with the pairwise figures and the effective number of judges."""
+    from ..stats.panel import items_rating_agreement
+
+    ratings = items_rating_agreement([it for res in data.results for it in res.get("items") or []])
+    battles = [(f"{(bt.get('summary') or {}).get('model_a')} vs {(bt.get('summary') or {}).get('model_b')}",
+                bt["panel"]["agreement"]) for bt in data.battles
+               if isinstance((bt.get("panel") or {}).get("agreement"), dict)]
+    if not ratings and not battles:
+        return None
+    def row(label: str, a: dict[str, Any], key: str) -> dict[str, Any]:
+        return {"label": label, "value": a.get(key), "strength": a.get("strength"), "n_items": a.get("items"),
+                "judges": a.get("judges"), "effective": a.get("effective_judges"), "pairs": _pairs_text(a.get("pairwise"))}
+    return {"ratings": [row(k, a, "alpha") for k, a in ratings.items()],
+            "battles": [row(k, a, "fleiss_kappa") for k, a in battles]}
 
 
 def readable(value: Any) -> str:

@@ -9,8 +9,11 @@ In this order, each line within `width` columns (80 by default) except a file pa
   the model a verdict favours; the battle's win rate, saying whose, with the length-controlled one
   beside it, and the position-calibrated win rate with the judge's estimated lean to the first-shown
   answer; the exploratory rows whose interval excludes 0, as leads;
+- a panel of judges: each judge's mean under the panel's in the table, then how far the judges agree
+  (Krippendorff's alpha per panel score, Fleiss' kappa per battle, the effective number of judges);
 - the ranking with its level, raw and style-controlled, when there are more than two models;
-- the judge's requests, cache hits, tokens and cost, the judge cache, invalid scores per family;
+- the judge's requests, cache hits, tokens and cost (a panel's: per judge too), the judge cache,
+  invalid scores per family;
 - judge warnings, then where the files are, the report first.
 
 Plain text unless `color` (default: stdout is a tty and NO_COLOR is unset).
@@ -26,9 +29,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..core.errors import InputError
+from ..core.records import split_judge_key
 from ..core.registry import suggest
 from ..stats.family import ALL, default_primary
 from ..stats.intervals import MIN_INTERVAL_N
+from ..stats.panel import agreement_sentence, items_rating_agreement
 from .analysis import confirmatory, finite, judge_warnings, num, significant
 from ..savepath import layout
 from ..savepath.log import RunLog, read_run_log
@@ -37,6 +42,8 @@ BOLD, RED, GREEN, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[0m"
 SCORE_W = 22  # the score column at 80 columns; narrower terminals shrink it
 MIN_WIDTH = 60
 MAX_LEADS = 4  # exploratory rows named per pair; the rest are counted
+NO_DIFFERENCE = "no detectable difference"  # never "no difference": few items can hide a large gap
+PAIR_SCORE_W = 20  # the score column of a pair's rows at 80 columns: "no detectable difference" fits beside
 
 
 def _row(name: str, w: int, rest: str, indent: str = "") -> list[str]:
@@ -104,12 +111,18 @@ def _means_table(data: RunLog, keys: list[str], width: int) -> list[str]:
     score_w = max(12, min(SCORE_W, width - (col + 1) * len(models)))
     heads, legend = _heads(list(models), col)
     lines = legend + [f"{'mean, all items':<{score_w}}" + "".join(f" {h:>{col}}" for h in heads)]
+    judged: dict[str, list[str]] = {}  # a panel score -> its judges' own keys, shown under it
+    for k in sorted({k for r in data.results for k in _overall(r)}):
+        base, judge = split_judge_key(k)
+        if judge is not None:
+            judged.setdefault(base, []).append(k)
     for k in keys:
-        cells = []
-        for res in data.results:
-            agg = _overall(res).get(k) or {}
-            cells.append(f" {num(agg.get('mean'), 3) if agg else '–':>{col}}")
-        lines += _row(k, score_w, "".join(cells))
+        for shown in [k, *judged.get(k, [])]:
+            cells = []
+            for res in data.results:
+                agg = _overall(res).get(shown) or {}
+                cells.append(f" {num(agg.get('mean'), 3) if agg else '–':>{col}}")
+            lines += _row(shown if shown == k else "  @" + str(split_judge_key(shown)[1]), score_w, "".join(cells))
     ns = sorted({(_overall(r).get(k) or {}).get("n") for r in data.results for k in keys} - {None})
     if ns:
         lines += _wrap(f"n = {ns[0]}" + (f" to {ns[-1]}" if len(ns) > 1 else "") + " items per score and model; "
@@ -145,7 +158,7 @@ def _verdict_word(row: dict[str, Any], a: str, b: str) -> str:
         return "not comparable"
     if significant(row):
         return f"{a if row['verdict'] == 'A better' else b} better"
-    return "no difference"
+    return NO_DIFFERENCE
 
 
 def _interval_cell(row: dict[str, Any]) -> str:
@@ -201,17 +214,17 @@ def _pair_block(comp: dict[str, Any], keys: list[str], data: RunLog, width: int,
     if conf and all(_no_valid(r) for r in conf) and battle is None:
         head = f"{a} vs {b}: no valid scores to compare (every primary score is invalid; see the invalid count below)"
     else:
+        # the scores alone, as the report counts them: the battle is not in the Bonferroni family of the
+        # primary scores (issue 39: the terminal said 9 primary comparisons where the report said 8)
         na, nb = (sum(r.get("verdict") == v for r in conf) for v in ("A better", "B better"))
-        na, nb = na + (battle == "A"), nb + (battle == "B")
-        total = len(conf) + (battle is not None)
-        what = (f"{len(conf)} score{'s' * (len(conf) != 1)} and the battle" if battle is not None
-                else f"{len(conf)} score{'s' * (len(conf) != 1)}")
         head = (f"{a} vs {b}: {a} better on {na}, {b} better on {nb}, no detectable difference on "
-                f"{total - na - nb} of {total} primary comparisons ({what})")
+                f"{len(conf) - na - nb} of {len(conf)} primary score{'s' * (len(conf) != 1)}")
+        if battle is not None:
+            head += f"; battle: {({'A': a, 'B': b}[battle] + ' better') if battle else NO_DIFFERENCE}"
     lines = _wrap(head, width)
     m = method.get("confirmatory_tests") or len(conf)
-    sw = max(10, min(SCORE_W, width - 51))
-    lines.append(f"  {'score':<{sw}} {'A − B':>7} {'interval':<17} {'p_adj':>6}  verdict")
+    sw = max(10, min(PAIR_SCORE_W, width - 60))
+    lines.append(f"  {'score':<{sw}} {'A − B':>7} {'interval':<16} {'p_adj':>6}  verdict")
     by_key = {r.get("score"): r for r in rows if r.get("category") == ALL}
     detect: list[str] = []
     for k in keys:
@@ -221,7 +234,7 @@ def _pair_block(comp: dict[str, Any], keys: list[str], data: RunLog, width: int,
         tag = "" if confirmatory(r) else " (expl.)"
         p = r.get("p_adj")
         word = ("no valid scores" if _no_valid(r) else _verdict_word(r, a, b)) + tag
-        row = _row(k, sw, f" {num(r.get('diff')):>7} {_interval_cell(r):<17} "
+        row = _row(k, sw, f" {num(r.get('diff')):>7} {_interval_cell(r):<16} "
                           f"{(f'{p:.3f}' if finite(p) else '–'):>6}  ", indent="  ")
         if len(row[-1]) + len(word) > width:  # a long model name: the verdict on a line of its own
             row.append(" " * max(4, width - len(word)))
@@ -325,6 +338,44 @@ def _ranking_lines(ranking: dict[str, Any] | None, width: int) -> list[str]:
     return lines
 
 
+def _panel_lines(data: RunLog, keys: Sequence[str], width: int) -> list[str]:
+    """How far a panel's judges agree: per shown panel score over every model's items, per battle."""
+    ratings = items_rating_agreement([it for res in data.results for it in res.get("items") or []])
+    battles = [(bt.get("summary") or {}, bt["panel"]["agreement"]) for bt in data.battles
+               if isinstance((bt.get("panel") or {}).get("agreement"), dict)]
+    shown = [(k, a) for k, a in ratings.items() if k in keys] or list(ratings.items())
+    if not shown and not battles:
+        return []
+
+    def eff(a: dict[str, Any]) -> str:
+        return f"effective judges {num(a.get('effective_judges'), 1)} of {a.get('judges')}"
+
+    lines = ["panel of judges: agreement (1 full, 0 chance, below 0 worse than chance)"]
+    for k, a in shown:
+        lines += _wrap(f"  {k}: Krippendorff's alpha {num(a.get('alpha'), 2)}, {agreement_sentence(a.get('alpha'))}; "
+                       f"{a.get('items')} items; {eff(a)}", width, "    ")
+    for s, a in battles:
+        lines += _wrap(f"  battle {s.get('model_a')} vs {s.get('model_b')}: Fleiss' kappa {num(a.get('fleiss_kappa'), 2)}, "
+                       f"{agreement_sentence(a.get('fleiss_kappa'))}; {a.get('items')} items; {eff(a)}", width, "    ")
+    return lines
+
+
+def _judge_usage_lines(usage: dict[str, Any], width: int) -> list[str]:
+    """A panel's usage per judge (the meters `<family>@<judge>`): requests, tokens, cost, failures."""
+    per: dict[str, dict[str, Any]] = {}
+    for fam, u in usage.items():
+        _, at, judge = fam.partition("@")
+        if not at:
+            continue
+        mine = per.setdefault(judge, {})
+        for k, v in u.items():
+            mine[k] = (mine.get(k) or 0) + v if finite(v) else mine.get(k)
+    parts = [f"{j} {u.get('requests', 0):,} requests, {u.get('cache_hits', 0):,} cache hits, {u.get('failures', 0):,} "
+             f"failed, {(u.get('prompt_tokens') or 0) + (u.get('completion_tokens') or 0):,} tokens, "
+             + (f"${u['cost_usd']:.4f}" if finite(u.get("cost_usd")) else "cost unknown") for j, u in per.items()]
+    return _wrap("  per judge: " + "; ".join(parts), width, "    ") if parts else []
+
+
 def _run_lines(manifest: dict[str, Any] | None, width: int, keys: Sequence[str] = ()) -> list[str]:
     """Judge usage, cost, cache hits and invalid counts, from the manifest; the plan's notes about the
     shown scores `keys` (what the judge was not shown, the calls a rule saved)."""
@@ -340,10 +391,18 @@ def _run_lines(manifest: dict[str, Any] | None, width: int, keys: Sequence[str] 
         lines += _wrap(f"judge: {tot['requests']:,} requests, {tot['cache_hits']:,} cache hits{hits}, "
                        f"{tot['failures']:,} failed; {tot['prompt_tokens'] + tot['completion_tokens']:,} tokens"
                        + (f", ${sum(costs):.4f}" if costs else ", cost unknown (no judge.price)"), width)
+        lines += _judge_usage_lines(usage, width)
     for note in (manifest.get("plan") or {}).get("notes") or []:  # what the judge was shown, what rules decided
         if isinstance(note, dict) and (not note.get("scores") or set(note["scores"]) & set(keys)):
             lines += _wrap(str(note.get("text", "")), width, "    ")
+    caches: dict[str, dict[str, Any]] = {}  # a panel's judges may share one cache file: one line for it
     for c in manifest.get("judge_cache") or []:
+        if c["path"] in caches:
+            caches[c["path"]] = {**caches[c["path"]], "hits": caches[c["path"]]["hits"] + c["hits"],
+                                 "misses": caches[c["path"]]["misses"] + c["misses"]}
+        else:
+            caches[c["path"]] = c
+    for c in caches.values():
         asked = c["hits"] + c["misses"]
         lines.append(f"judge cache: {c['path']}")  # a path is never cut
         lines.append(f"  {c['entries']:,} entries, {c['bytes'] / 1e6:.1f} MB; this run {c['hits']:,} hits, "
@@ -388,6 +447,9 @@ def closing_summary(source: Path | RunLog, *, width: int | None = None, color: b
     keys = shown_scores(data, scores)
     lines = _means_table(data, keys, width) if keys else ["no scores"]
     lines += _pass_rate_lines(data, keys, width)
+    panel = _panel_lines(data, keys, width)
+    if panel:
+        lines += [""] + panel
     if len(data.models) > 1 and not data.comparisons:
         lines.append("no comparisons/: differences untested")
     for comp in data.comparisons:

@@ -82,7 +82,11 @@ def load_config(path: Path) -> MtBenchConfig:
     opts, more = parse_options(MtBenchOptions, raw.get("mt_bench"), f"{path}: mt_bench")
     problems += more
     judge = None
-    if "judge" in raw:
+    if isinstance(raw.get("judge"), list):
+        problems.append(f"{path}: judge: is a panel of {len(raw['judge'])} judges; eval.py mt-bench takes one judge: "
+                        "write judge: as one block (backend, model, base_url, ...), one MT-bench run per judge; a "
+                        "panel is taken by eval.py run")
+    elif "judge" in raw:
         judge, more = parse_options(JudgeOptions, raw["judge"], f"{path}: judge")
         problems += more
     save = raw.get("save_path")

@@ -261,7 +261,6 @@ class MTBench(Benchmark):
     generates = "mt-bench"
     summary = "MT-bench from FastChat's files and judge prompts"
     description = "MT-bench judged as FastChat's gen_judgment.py does, scored as its show_result.py does."
-    metered = False  # the judge check reads the judge's own usage
     dry_run_cost = False
     _config_judge: Any = None
 
@@ -345,13 +344,15 @@ class MTBench(Benchmark):
         path = bench.judgment_file(run.args.save_path, judge.model, mode)
         resumed = bench.resume(matches, files.read_rows(path, "single" if mode == "single" else "pair"), judge.model)
         total, todo = plan(matches), plan([matches[i] for i in resumed.todo])
+        cached = self._cached(run, judge, [matches[i] for i in resumed.todo])
         lines = [f"MT-bench dry run: mode {mode}, judge {judge.model}, {len(inputs.questions)} questions, "
                  f"models {', '.join(inputs.models)}\n",
-                 f"{'prompt':<30}{'judge calls':>14}{'in the file':>14}{'to send':>10}\n"]
+                 f"{'prompt':<30}{'judge calls':>14}{'in the file':>14}{'in the cache':>14}{'to send':>10}\n"]
         for name, k in total.calls.items():
-            left = todo.calls.get(name, 0)
-            lines.append(f"{name:<30}{k:>14}{k - left:>14}{left:>10}\n")
-        lines.append(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{todo.total:>10}\n")
+            left, hit = todo.calls.get(name, 0), cached.get(name, 0)
+            lines.append(f"{name:<30}{k:>14}{k - left:>14}{hit:>14}{left - hit:>10}\n")
+        hits = sum(cached.values())
+        lines.append(f"{'total':<30}{total.total:>14}{total.total - todo.total:>14}{hits:>14}{todo.total - hits:>10}\n")
         if inputs.unjudged:
             from ..tables import wrap
 
@@ -360,6 +361,25 @@ class MTBench(Benchmark):
             lines.append(f"judge check: at most {judge_check.most_calls(matches, inputs.models, mode, n)} more "
                          f"calls ({n} judged turns x each corruption that applies; the cache may hold some)\n")
         return "".join(lines)
+
+    def _cached(self, run: _Run, judge: Any, todo: list[Any]) -> dict[str, int]:
+        """Judge calls of the matches still to judge that the judge cache answers, per prompt (issue 39: the
+        dry run counted them as to send). The cache by the run's rule; none is created."""
+        from ...backends.cache_path import cache_file, relative_to
+        from ...pipeline.collect import cached_flags
+        from .judge import PairMatch, pair_user_prompt, request, single_user_prompt
+
+        reqs, names = [], []
+        for m in todo:
+            users = ([pair_user_prompt(m, False), pair_user_prompt(m, True)] if isinstance(m, PairMatch)
+                     else [single_user_prompt(m)])
+            reqs += [request(m.prompt, u) for u in users]
+            names += [m.prompt.name] * len(users)
+        path = cache_file(judge.cache, run.args.save_path, relative_to(self.judge_file(run.args)))
+        out: dict[str, int] = {}
+        for name, hit in zip(names, cached_flags(judge, path, reqs)):
+            out[name] = out.get(name, 0) + int(hit)
+        return out
 
     def notes(self, run: _Run, judge: Any) -> str:
         if capabilities(judge).in_process and judge.max_tokens < 2048:
@@ -416,7 +436,8 @@ class MTBench(Benchmark):
             "models": models, "judge_check": _check_summary(record, run.key),
             "config": config_dict(args.data, args.answers, args.mode, run.baseline, args.judge_prompts, args.limit,
                                   args.judge_check, args.save_path, scrubbed_judge(run.judge)),
-            self.key: {k: judged.summary[k] for k in ("mode", "baseline", "counts", "files")}})
+            self.key: {k: judged.summary[k] for k in ("mode", "baseline", "counts", "files")},
+            **({"config_file": str(args.config)} if args.config else {})})
 
     def exit_line(self, log: Any, scored: Scored) -> str:
         counts = scored.detail["counts"]
