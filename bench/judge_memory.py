@@ -9,14 +9,21 @@ process's own memory, and RssFile, pages of files it maps) and notes the phases 
 imported, the model loaded (`evaluate.models.load`), the float32 weights packed for oneDNN
 (`backends/onednn.py`), the end. It prints, per phase, the RSS when it began and its peak, and the
 sizes of what holds memory at the end: the weights, oneDNN's packed copy, the judge's KV caches.
-`--set KEY=VALUE` changes a key of the judge block (e.g. local_pack_weights=never), `--env KEY=VALUE`
-sets a variable in the child (e.g. EVAL_MALLOC_TUNE=0), `--code DIR` runs another checkout's code (the
-version before a change) on the same config.
+`--set KEY=VALUE` changes a key of the judge block (e.g. local_pack_weights=never, or
+model=SmolLM2-135M-Instruct), `--env KEY=VALUE` sets a variable in the child (e.g. EVAL_MALLOC_TUNE=0),
+`--code DIR` runs another checkout's code (the version before a change) on the same config.
+
+It also times the model's load (the call of `load_causal_lm`, with VmHWM right after it) and the
+judging (the local backend's `complete_many_indexed` calls: completion tokens per second of their
+wall time), and keeps every reply (text, token count, top log-probabilities) by its request:
+`--replies FILE` writes them as JSON, `--compare FILE` says how many differ from an earlier run's
+(a loader change must leave greedy replies bit for bit the same).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import multiprocessing as mp
 import os
@@ -93,6 +100,7 @@ def child(config: str, queue: "mp.Queue", code: str | None, env: dict[str, str])
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
+    timing = instrument()
     from evaluate.cli import main
 
     code = main(["--config", config, "--no-charts"])
@@ -110,7 +118,45 @@ def child(config: str, queue: "mp.Queue", code: str | None, env: dict[str, str])
         sizes["packed copy"] = sum(t.numel() * t.element_size() if hasattr(t, "numel") else 0
                                    for t in packed if t is not None)
         sizes["dtype"] = info.dtype
-    queue.put({"code": code, "samples": samples, "sizes": sizes})
+    queue.put({"code": code, "samples": samples, "sizes": sizes, **timing})
+
+
+def instrument() -> dict:
+    """Wrap the local backend's loading and judging to time them and keep every reply (see the module
+    doc); returns the dict they fill."""
+    from evaluate.backends import local
+
+    timing: dict = {"load_s": None, "hwm_after_load": None, "judge_s": 0.0, "tokens": 0, "replies": {}}
+    load = local.load_causal_lm
+
+    def timed_load(*args, **kwargs):
+        t = time.monotonic()
+        out = load(*args, **kwargs)
+        if timing["load_s"] is None:
+            timing["load_s"] = time.monotonic() - t
+            timing["hwm_after_load"] = status()["VmHWM"]
+        return out
+
+    local.load_causal_lm = timed_load
+    many = local.LocalBackend.complete_many_indexed
+
+    def timed_many(self, requests, on_result):
+        self.load()  # the load is timed on its own
+        t = time.monotonic()
+
+        def keep(i, comp):
+            key = hashlib.sha256(json.dumps(requests[i].as_dict(), sort_keys=True).encode()).hexdigest()[:16]
+            timing["replies"][key] = [comp.text, comp.completion_tokens, comp.top_logprobs, comp.error]
+            timing["tokens"] += comp.completion_tokens or 0
+            on_result(i, comp)
+
+        try:
+            return many(self, requests, keep)
+        finally:
+            timing["judge_s"] += time.monotonic() - t
+
+    local.LocalBackend.complete_many_indexed = timed_many
+    return timing
 
 
 def gb(n: float) -> str:
@@ -123,6 +169,8 @@ def main() -> None:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a judge key to change")
     ap.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="a variable for the run")
     ap.add_argument("--code", help="a checkout whose evaluate/ package runs (default: this one)")
+    ap.add_argument("--replies", help="write every reply (by request) to this JSON file")
+    ap.add_argument("--compare", help="a --replies file of an earlier run: say how many replies differ")
     args = ap.parse_args()
     changes = {}
     for kv in args.set:
@@ -153,6 +201,19 @@ def main() -> None:
     if sizes:
         print(f"at the end: weights {gb(sizes['weights'])} GB ({sizes['dtype']}), oneDNN packed copy "
               f"{gb(sizes['packed copy'])} GB")
+    if got["load_s"] is not None:
+        print(f"load: {got['load_s']:.1f} s, VmHWM right after it {gb(got['hwm_after_load'])} GB")
+    rate = got["tokens"] / got["judge_s"] if got["judge_s"] else 0.0
+    print(f"judging: {len(got['replies'])} replies, {got['tokens']} completion tokens in {got['judge_s']:.1f} s "
+          f"({rate:.2f} tokens/s)")
+    if args.replies:
+        Path(args.replies).write_text(json.dumps(got["replies"], indent=1, sort_keys=True), encoding="utf-8")
+    if args.compare:
+        before = json.loads(Path(args.compare).read_text(encoding="utf-8"))
+        keys = sorted(set(before) | set(got["replies"]))
+        differ = [k for k in keys if before.get(k) != got["replies"].get(k)]
+        print(f"replies compared with {args.compare}: {len(keys)}, {len(differ)} differ"
+              + (f" ({', '.join(differ[:5])})" if differ else ""))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from .catalogue import PACKAGED, ModelInfo, PackagedModel, PackageFile, Resolved
 from .checksums import _sweep_stale, cache_dir, file_sha256, folder_sha256, verify_sha256
 from .convert import CONVERTED_DTYPE, ensure_converted
 from .device import device_type, resolve_device
+from .lowmem import keep_embedding_stored, lean_loading
 
 _DTYPES = ("bfloat16", "float16", "float32")
 
@@ -333,8 +334,11 @@ def load_causal_lm(spec: str, dtype: str = "auto", expected_sha256: str | None =
         if chat and not getattr(tok, "chat_template", None):
             raise InputError(f'model "{spec}" ({folder}): the tokenizer has no chat template')
         where = {} if device == "cpu" else {"device_map": device}  # straight onto the GPU, not through RAM
-        model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype), **where)
+        with lean_loading():  # the file's pages are not held beside the weights while they load (lowmem.py)
+            model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype), **where)
         model.eval()
+        if device == "cpu" and dtype == "float32":
+            keep_embedding_stored(model, Path(folder))  # an untied bf16-stored table: half its memory, same rows
         info = ModelInfo(name=resolved.name, path=str(folder), source=str(resolved.path),
                          sha256=resolved.sha256, dtype=dtype, device=device)
         _LOADED[key] = (model, tok, info)
