@@ -512,3 +512,19 @@ def test_a_panel_rates_conversations_turn_by_turn(tmp_path, capsys):
     # x always 5, y always 2: every disagreement is the whole spread, alpha = (1 - n) / n below 0
     assert agree["GPT/relevance"]["alpha"] == pytest.approx(alpha_interval([[5, 2]] * chats)) == pytest.approx((1 - chats) / chats)
     assert agree["GPT/relevance"]["pairwise"][0]["r"] is None  # a judge that never varies: no correlation
+
+
+def test_a_panel_probe_names_the_judge_that_is_down_after_the_stable_prefix(servers, tmp_path, capsys):
+    """--dry-run --probe asks each judge's server; one that is down stops it with exit 3 and the line
+    CI scripts match ("judge unreachable: ..."), the judge of the panel named after it."""
+    import socket
+
+    sx, _ = servers
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once the socket closes
+    down = {**_http_judge("y", sx), "base_url": dead}
+    code = main(["--config", str(_config(tmp_path, [_http_judge("x", sx), down])), "--dry-run", "--probe"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 3
+    assert err.startswith("exit 3: judge unreachable: y: http://127.0.0.1:"), err

@@ -227,8 +227,8 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
                 results, down = probe_judge(one.judge, cfg.openai_key)
                 for r in results:
                     print(r.line())
-                if down:
-                    return EXIT_RUN_ERRORS, f"{judge} unreachable: {down}"
+                if down:  # the stable start of the line (backends.retry.UNREACHABLE), then which judge of a panel
+                    return EXIT_RUN_ERRORS, f"judge unreachable: {f'{name}: ' if name else ''}{down}"
         print("dry run: configuration, answer files and prompts are valid; nothing was scored")
         return EXIT_OK, ""
     check_code = EXIT_OK
