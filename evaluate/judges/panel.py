@@ -78,8 +78,8 @@ def combine_ratings(per_judge: Mapping[str, Sequence[ItemScores]], policy: Panel
     return out
 
 
-class PanelRatingJudge:
-    """Rates with every judge of the panel and combines their ratings (`combine_ratings`)."""
+class _Panel:
+    """The judges of a panel by name (two or more) and how their answers combine."""
 
     def __init__(self, members: Mapping[str, Any], policy: PanelOptions):
         if len(members) < 2:
@@ -90,6 +90,10 @@ class PanelRatingJudge:
     @property
     def names(self) -> list[str]:
         return list(self.members)
+
+
+class PanelRatingJudge(_Panel):
+    """Rates with every judge of the panel and combines their ratings (`combine_ratings`)."""
 
     def rate(self, records: Sequence[Record], metrics: Any, progress: Any = None, *,
              per_record: Sequence[Sequence[str]] | None = None) -> list[ItemScores]:
@@ -238,18 +242,8 @@ def combine_battle(results: Mapping[str, BattleResult], policy: PanelOptions,
                              judges=dict(results), policy=policy)
 
 
-class PanelBattleJudge:
+class PanelBattleJudge(_Panel):
     """Battles with every judge of the panel and combines their verdicts (`combine_battle`)."""
-
-    def __init__(self, members: Mapping[str, Any], policy: PanelOptions):
-        if len(members) < 2:
-            raise ValueError("a panel needs two judges or more")
-        self.members = dict(members)
-        self.policy = policy
-
-    @property
-    def names(self) -> list[str]:
-        return list(self.members)
 
     @property
     def both_orders(self) -> bool:
