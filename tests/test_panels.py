@@ -440,13 +440,15 @@ def test_judge_check_checks_each_judge_and_the_run_shows_both(tmp_path, servers,
     out = capsys.readouterr()
     assert code == 0, out.err[-3000:]
     assert "== judge check of the panel's judge x ==" in out.out and "== judge check of the panel's judge y ==" in out.out
+    assert "== judge check of the panel as a whole ==" in out.out
     stored = list((tmp_path / "out" / "judge_checks").glob("*.json"))
-    assert len(stored) == 2  # one record per judge
+    assert len(stored) == 3  # one record per judge, one for the panel as a whole
     assert main(["--config", str(cfg), "--no-charts"]) == 0
     capsys.readouterr()
     check = json.loads((tmp_path / "out" / "manifest.json").read_text())["judge_check"]
     assert check["checked"] is True and set(check["panel"]) == {"x", "y"}
-    assert check["verdict"].startswith("judge x: ") and "; judge y: " in check["verdict"]
+    assert check["verdict"].startswith("the panel as a whole: ") and "; judge x: " in check["verdict"] \
+        and "; judge y: " in check["verdict"]
 
 
 def test_probability_weighted_panel_verdict_is_the_mean_of_the_judges_probabilities():

@@ -114,11 +114,16 @@ class JudgePool:
             return self._meters[key]
 
     def usage(self) -> dict[str, Any]:
-        """Per family: requests, cache hits, failures, tokens, cost; and the judges' own totals."""
+        """Per family: requests, cache hits, failures, tokens, cost; and the judges' own totals. A family
+        that asked nothing (a judge built only to read its signature, as the judge check's store lookup
+        does) is left out rather than shown as an empty line."""
         out: dict[str, Any] = {}
         for (_, family), meter in self._meters.items():
+            used = meter.usage()
+            if not any(used.get(k) for k in ("requests", "cache_hits", "cache_misses", "failures")):
+                continue
             fam = out.setdefault(family, {})
-            for k, v in meter.usage().items():
+            for k, v in used.items():
                 fam[k] = (fam.get(k) or 0) + v if v is not None else fam.get(k)
         totals = [b.usage() for b in self._backends.values() if callable(getattr(b, "usage", None))]
         if totals:

@@ -36,18 +36,22 @@ def main(argv: list[str]) -> int:
     cfg = load_config(Path(args.config))
     from ..backends.pool import JudgePool
 
-    from ..pipeline.config import refuse_panel, single_judges
+    from ..pipeline.config import single_judges
 
-    if args.output:
-        refuse_panel(cfg, "--output", "leave --output out: each judge's check is stored in the save path's "
-                                      "judge check store, one entry per judge")
+    data = Path(args.data) if args.data else None
+    output = Path(args.output) if args.output else None
     judges = JudgePool(api_key=cfg.openai_key)
     try:
-        for name, one in single_judges(cfg):  # a panel: each judge checked on its own, one report each
+        # a panel: each judge checked on its own, one report each, then the panel as a whole on the same
+        # pairs (its judges' replies come from the cache those checks filled); --output gets the panel's
+        for name, one in single_judges(cfg):
             if name is not None:
                 print(f"== judge check of the panel's judge {name} ==", flush=True)
-            check_config(one, judges, data=Path(args.data) if args.data else None, limit=args.limit, seed=args.seed,
-                         output=Path(args.output) if args.output else None)
+            check_config(one, judges, data=data, limit=args.limit, seed=args.seed,
+                         output=output if cfg.panel is None else None)
+        if cfg.panel is not None:
+            print("== judge check of the panel as a whole ==", flush=True)
+            check_config(cfg, judges, data=data, limit=args.limit, seed=args.seed, output=output)
     finally:
         judges.close()
     return 0

@@ -170,10 +170,13 @@ def _judge_check(cfg: RunConfig, args: argparse.Namespace, families) -> int:
 
     judges = JudgePool(api_key=cfg.openai_key)
     try:
-        for name, one in single_judges(cfg):  # a panel: each judge checked on its own
+        for name, one in single_judges(cfg):  # a panel: each judge checked on its own, then the panel as a whole
             if name is not None:
                 print(f"judge check of the panel's judge {name}:", file=sys.stderr)
             check_config(one, judges, limit=args.judge_check)
+        if cfg.panel is not None:
+            print("judge check of the panel as a whole:", file=sys.stderr)
+            check_config(cfg, judges, limit=args.judge_check)
     except InputError:
         raise
     except Exception as exc:  # the run itself can still be done; its manifest says "not checked"

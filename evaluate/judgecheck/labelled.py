@@ -12,7 +12,7 @@ from typing import Any, Callable
 from ..core.errors import InputError
 import numpy as np
 
-from ..pipeline.checkstore import _ci, _context, _f, _usage
+from ..pipeline.checkstore import _ci, _context, _f, check_usage
 from ..stats.label_agreement import verdict_agreement
 from .rules import POSITION_FLIP_RATE, RULE_NAMES, RULES, _wilson
 
@@ -177,7 +177,7 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
                      "inconsistency_rate": acc["inconsistency_rate"]},
         "p_longer": bias["longer_wins"], "invalid_rate": bias["invalid_rate"],
         "invalid_order_rate": bias["invalid_order_rate"],
-        "usage": _usage(ctx.judge()), "wall_s": round(wall, 1),
+        "usage": check_usage(ctx), "wall_s": round(wall, 1),
         "beats_length_baseline": beats_length, "best_trivial_rule": best, "beats_trivial_rules": beats_rules,
         "decides_by_position": by_position, "above_chance": chance_ok,
         "trustworthy": beats_rules and not by_position and chance_ok, "reasons": reasons, "rule": RULES["labelled"],

@@ -27,9 +27,29 @@ def usage_text(usage: dict[str, Any] | None) -> str:
         return "no requests"
     tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)
     cost = usage.get("cost_usd")
-    return (f"{usage.get('requests') or 0:,} requests ({usage.get('cache_hits') or 0:,} from the cache, "
+    text = (f"{usage.get('requests') or 0:,} requests ({usage.get('cache_hits') or 0:,} from the cache, "
             f"{usage.get('failures') or 0:,} failed), {tokens:,} tokens, "
             + (f"${cost:.4f}" if isinstance(cost, (int, float)) else "cost unknown (no judge.price)"))
+    per = usage.get("judges")  # a panel's: each judge's share
+    if per:
+        text += " [" + "; ".join(f"{n} {u.get('requests') or 0:,} ({u.get('cache_hits') or 0:,} cached)"
+                                 for n, u in per.items()) + "]"
+    return text
+
+
+def judge_line(record: dict[str, Any]) -> str:
+    """The judge a check is of: backend and model, or a panel's judges and its rules."""
+    sig = record["judge"]["battle"]
+    panel = sig.get("panel")
+    if panel:
+        names = ", ".join(f"{n} ({(s.get('judge') or {}).get('backend')} {(s.get('judge') or {}).get('model')})"
+                          for n, s in (sig.get("judges") or {}).items())
+        weights = panel.get("weights")
+        return (f"judge: a panel of {len(panel.get('judges') or [])} judges: {names}; battle verdicts voted"
+                f"{' with weights ' + str(weights) if weights else ''}, ratings by {panel.get('rating')}"
+                f"  (key {record['key']})")
+    j = sig["judge"]
+    return f"judge: {j.get('backend')} {j.get('model')}  (key {record['key']})"
 
 
 def _kci(ci: Any) -> str:
@@ -39,9 +59,7 @@ def _kci(ci: Any) -> str:
 def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | None) -> str:
     from ..report.analysis import verdict_detail  # one helper drops the verdict's leading "NOT trustworthy: "
 
-    lines = []
-    j = record["judge"]["battle"]["judge"]
-    lines.append(f"judge: {j.get('backend')} {j.get('model')}  (key {record['key']})")
+    lines = [judge_line(record)]
     if labelled:
         a, base, pos = labelled["agreement"], labelled["baselines"], labelled["position"]
         lines += ["", f"With labels: {labelled['data']} ({labelled['pairs']} decided pairs, "
@@ -100,6 +118,14 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
             prior = sanity["pooled"].get("position_prior")
             if prior:
                 lines.append("position prior: " + prior["text"])
+        panel = sanity["pooled"].get("panel")
+        if panel:
+            ag = panel.get("battle_agreement") or {}
+            k = ag.get("fleiss_kappa")
+            lines.append(f"the panel's judges on these pairs: Fleiss' kappa {'-' if k is None else f'{k:.2f}'} "
+                         f"({ag.get('strength') or 'undefined'}, {ag.get('items') or 0} items every judge decided), "
+                         f"effective judges {_f(ag.get('effective_judges'))} of {len(panel.get('judges') or [])}; "
+                         "position priors: each judge's own check")
         u = sanity["usage"] or {}
         lines.append(f"usage: battle {usage_text(u.get('battle'))}; rating {usage_text(u.get('rating'))}; "
                      f"{sanity['wall_s']} s")

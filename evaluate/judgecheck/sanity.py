@@ -15,8 +15,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core.errors import InputError
+from ..core.io import clean_json
 from ..core.records import Record
-from ..pipeline.checkstore import _ci, _context, _pct, _usage
+from ..pipeline.checkstore import _ci, _context, _pct, check_usage
 from .corrupt import sanity_pairs
 from ..stats.label_agreement import verdict_agreement
 from .rules import CORRUPTIONS, CORRUPTION_TEXT, RULES, _wilson, near_chance
@@ -183,8 +184,14 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
                                   ("calibrated", "calibrated_verdict"))}
     cal = battle.calibrated()
     pooled["position_prior"] = cal.summary() if cal else None
+    if getattr(cfg, "panel", None) is not None:  # the panel as a whole: its judges' verdicts voted, ratings combined
+        pooled["panel"] = {"judges": cfg.panel.names, **cfg.panel.policy.to_dict(),
+                           "battle_agreement": clean_json(battle.agreement()),
+                           "note": "each judge's replies are its own check's (from the cache where that ran "
+                                   "first); the panel's calibrated verdict votes the judges' calibrated ones, "
+                                   "each fitted on its own two orders (their position priors: each judge's check)"}
     reasons = verdict_reasons(pooled, by_corruption, ("battle", "rating"), "text")
-    b_usage, r_usage = _usage(bctx.judge()), _usage(rctx.judge())
+    b_usage, r_usage = check_usage(bctx), check_usage(rctx)
     return {"source": "references (where an item has one), else each model's answer" if use_reference else
                       "each model's answer (the judge is given the reference: gpt_with_reference)",
             "categories": cats, "metrics": {c: metrics[c] for c in cats}, "pairs": len(pairs),

@@ -43,16 +43,39 @@ def judge_identity(cfg: Any, judges: Any) -> tuple[dict[str, Any], dict[str, Any
         prompts[name] = {"file": str(path), "sha256": s.pop("prompt_sha256", None)}
         s.pop("prompt_file", None)
         s["judge"] = {k: v for k, v in s.get("judge", {}).items() if k not in VOLATILE_FIELDS}
+        if "judges" in s:  # a panel: each judge's signature, trimmed the same way
+            s["judges"] = {n: {**{k: v for k, v in m.items() if k not in ("prompt_file", "prompt_sha256")},
+                               "judge": {k: v for k, v in (m.get("judge") or {}).items() if k not in VOLATILE_FIELDS}}
+                           for n, m in s["judges"].items()}
+            s.pop("judge")
         sig[name] = s
     ident = json.dumps({"judge": sig, "prompts": {k: v["sha256"] for k, v in prompts.items()}},
                        sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return sig, prompts, hashlib.sha256(ident.encode("utf-8")).hexdigest()[:24]
 
 
+_USAGE_KEYS = ("requests", "cache_hits", "cache_misses", "failures", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
 def _usage(meter: Any) -> dict[str, Any]:
     u = meter.usage()
-    return {k: u.get(k) for k in ("requests", "cache_hits", "cache_misses", "failures", "prompt_tokens",
-                                  "completion_tokens", "cost_usd")}
+    return {k: u.get(k) for k in _USAGE_KEYS}
+
+
+def check_usage(ctx: Any) -> dict[str, Any]:
+    """What a check's judge calls cost: the judge's meter; for a panel, its judges' meters added up (the
+    cost unknown when any judge's is) with each judge's own under "judges"."""
+    panel = getattr(ctx.cfg, "panel", None)
+    if panel is None:
+        return _usage(ctx.judge())
+    from ..judges.configured import member_backend
+
+    per = {m.name: _usage(member_backend(ctx, m.name, m.options)) for m in panel.members}
+    total: dict[str, Any] = {k: sum(u[k] or 0 for u in per.values()) for k in _USAGE_KEYS if k != "cost_usd"}
+    costs = [u["cost_usd"] for u in per.values()]
+    total["cost_usd"] = None if any(c is None for c in costs) else round(sum(costs), 6)
+    total["judges"] = per
+    return total
 
 
 
@@ -143,17 +166,26 @@ def summary_of(record: dict[str, Any] | None, key: str, config: str | None) -> d
 
 
 def _panel_summary(cfg: Any, judges: Any, save: Any) -> dict[str, Any]:
-    """A panel's check: each judge's own (`eval.py judge-check` stores one per judge), and the panel
-    counted checked when every judge is, trustworthy when every judge is."""
+    """A panel's check: each judge's own and the panel's as a whole (`eval.py judge-check` stores one per
+    judge and one for the panel). The run's scores are the panel's, so the panel's own check decides
+    whether they are trustworthy; without it, the panel counts as checked when every judge is, and
+    trustworthy only when every judge is."""
     from .config import single_judges
 
+    source = str(cfg.source) if cfg.source else None
     per = {}
     for name, one in single_judges(cfg):
         _, _, key = judge_identity(one, judges)
-        per[name] = summary_of(lookup(save.path, key), key, str(cfg.source) if cfg.source else None)
+        per[name] = summary_of(lookup(save.path, key), key, source)
+    _, _, panel_key = judge_identity(cfg, judges)
+    whole = summary_of(lookup(save.path, panel_key), panel_key, source)
+    judges_text = "; ".join(f"judge {n}: {x['verdict']}" for n, x in per.items())
+    if whole["checked"]:
+        return {**whole, "verdict": f"the panel as a whole: {whole['verdict']}; {judges_text}", "panel": per}
     checked = all(x["checked"] for x in per.values())
     return {"checked": checked, "trustworthy": all(x["trustworthy"] for x in per.values()) if checked else None,
-            "key": None, "verdict": "; ".join(f"judge {n}: {x['verdict']}" for n, x in per.items()), "panel": per}
+            "key": panel_key, "verdict": judges_text + ("; the panel as a whole: not checked" if checked else ""),
+            "panel": per}
 
 
 def attach_to_run(cfg: Any, plan: Any, judges: Any, save: Any, manifest: dict[str, Any],

@@ -1,0 +1,161 @@
+"""The judge check of a panel as a whole: two scripted judges on the real fake OpenAI server, one that
+tells an intact reference from its corrupted copy and one that always prefers the first-shown answer
+and rates everything 3; weights 2 and 1. Each judge is checked on its own, then the panel on the same
+pairs from the cache those checks filled; the panel's preference, rating drop and the judges' Fleiss'
+kappa are checked against values computed by hand here, and a run takes the panel's own verdict."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from evaluate.cli import main
+
+try:
+    from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+    from tests.test_panels import fleiss
+except ImportError:  # run from inside tests/
+    from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+    from test_panels import fleiss
+
+# multi-sentence references with numbers and names, so every corruption applies
+REFERENCES = [
+    "The bridge opened to traffic in 1937. Joseph Strauss led its design. It is 2737 metres long.",
+    "The library opened in 1895 with 300 books. Andrew Carnegie paid for the building. It now lends 9000 books a year.",
+    "The river is 410 kilometres long. It rises near Grenoble in the Alps. Salmon returned to it in 2004.",
+    "The school has 620 pupils. Maria Lopez became its head in 2019. Lessons start at 8 in the morning.",
+]
+N = len(REFERENCES)
+
+
+def _block(text: str, start: str, end: str) -> str:
+    m = re.search(re.escape(start) + r"\n(.*?)\n" + re.escape(end), text, re.S)
+    assert m, text[:300]
+    return m.group(1)
+
+
+def _intact(text: str, answer: str) -> bool:
+    """Whether `answer` is the reference of the question in `text` (another question's is not)."""
+    i = int(re.search(r"Tell me about place (\d+)\.", text).group(1))
+    return answer == REFERENCES[i]
+
+
+def _good(rec: RecordedRequest) -> Reply:
+    """Prefers the intact text in a battle (either order); rates an intact text 5, anything else 1."""
+    text = rec.user_text
+    if "[Assistant 1's answer]" in text:
+        first = _block(text, "[Assistant 1's answer]", "[End of Assistant 1's answer]")
+        return Reply(content="8 3" if _intact(text, first) else "3 8")
+    return Reply(content="5" if _intact(text, _block(text, "[Answer]", "[End of answer]")) else "1")
+
+
+def _first(rec: RecordedRequest) -> Reply:
+    """Always the first-shown answer; every text rated 3."""
+    return Reply(content="8 3" if "[Assistant 1's answer]" in rec.user_text else "3")
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("PANEL_KEY", "sk-panel-test")
+
+
+@pytest.fixture
+def servers():
+    with FakeOpenAIServer(reply_fn=_good, model="judge-good") as good, \
+            FakeOpenAIServer(reply_fn=_first, model="judge-first") as first:
+        yield good, first
+
+
+def _config(tmp: Path, servers) -> Path:
+    for m in ("ma", "mb"):
+        rows = [{"id": i, "category": "open_qa", "instruction": f"Tell me about place {i}.", "input": "",
+                 "output": f"{m}'s answer about place {i}.", "target": REFERENCES[i]} for i in range(N)]
+        (tmp / f"{m}.json").write_text(json.dumps(rows))
+
+    def judge(name: str, server: FakeOpenAIServer) -> dict:
+        return {"name": name, "backend": "openai", "model": server.model, "base_url": server.url,
+                "api_key_env": "PANEL_KEY", "mode": "generate", "max_retries": 0, "timeout": 10}
+
+    cfg = {"answers": [{"name": m, "path": str(tmp / f"{m}.json")} for m in ("ma", "mb")],
+           "save_path": str(tmp / "out"), "category": {"open_qa": {"GPT": ["correctness"]}},
+           "judge": [judge("good", servers[0]), judge("first", servers[1])],
+           "panel": {"weights": {"good": 2, "first": 1}}}
+    path = tmp / "panel.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _records(save: Path) -> dict[str, dict]:
+    """The stored checks by what they are of: a judge's model name, or "panel"."""
+    out = {}
+    for f in (save / "judge_checks").glob("*.json"):
+        rec = json.loads(f.read_text())
+        battle = rec["judge"]["battle"]
+        out["panel" if "panel" in battle else battle["judge"]["model"]] = rec
+    return out
+
+
+def test_the_panel_is_checked_as_a_whole_on_its_judges_cached_replies(tmp_path, servers, capsys):
+    good, first = servers
+    cfg = _config(tmp_path, servers)
+    code = main(["judge-check", "--config", str(cfg), "--limit", "4", "--output", str(tmp_path / "panel_check.json")])
+    out = capsys.readouterr()
+    assert code == 0, out.err[-3000:]
+    assert out.out.index("== judge check of the panel's judge first ==") < out.out.index(
+        "== judge check of the panel as a whole ==")
+    assert "judge: a panel of 2 judges: good (openai judge-good), first (openai judge-first)" in out.out
+
+    recs = _records(tmp_path / "out")
+    assert set(recs) == {"judge-good", "judge-first", "panel"}  # one stored check per judge, one for the panel
+    whole, good_rec, first_rec = recs["panel"], recs["judge-good"], recs["judge-first"]
+    assert json.loads((tmp_path / "panel_check.json").read_text())["key"] == whole["key"]  # --output: the panel's
+    assert len({whole["key"], good_rec["key"], first_rec["key"]}) == 3
+
+    # each judge on its own: good prefers every intact text; first ties every item (its orders disagree)
+    n = good_rec["sanity"]["pairs"]
+    assert n >= 4 and whole["sanity"]["pairs"] == first_rec["sanity"]["pairs"] == n
+    assert good_rec["sanity"]["pooled"]["battle"]["preference"] == 1.0 and good_rec["trustworthy"] is True
+    assert first_rec["sanity"]["pooled"]["battle"]["preference"] == 0.5 and first_rec["trustworthy"] is False
+
+    # the panel: good's weight 2 outvotes first's tie; ratings are the weighted means, by hand
+    pooled = whole["sanity"]["pooled"]
+    assert pooled["battle"]["preference"] == 1.0 and pooled["battle"]["n"] == n
+    assert pooled["rating"]["intact_mean"] == pytest.approx((2 * 5 + 3) / 3, abs=1e-4)
+    assert pooled["rating"]["corrupted_mean"] == pytest.approx((2 * 1 + 3) / 3, abs=1e-4)
+    assert pooled["rating"]["mean_drop"] == pytest.approx(8 / 3, abs=1e-4)
+    assert whole["trustworthy"] is True  # a panel can be worth more than its weakest judge
+
+    # the judges' agreement on the pairs: Fleiss' kappa from its definition over their item verdicts
+    rows = [[g["battle_verdict"], f["battle_verdict"]]
+            for g, f in zip(good_rec["sanity"]["items"], first_rec["sanity"]["items"])]
+    assert {r[1] for r in rows} == {"tie"} and {r[0] for r in rows} <= {"A", "B"}
+    agreement = pooled["panel"]["battle_agreement"]
+    assert agreement["fleiss_kappa"] == pytest.approx(fleiss(rows), abs=1e-9) and agreement["fleiss_kappa"] < 0
+    assert [it["battle_verdict"] for it in whole["sanity"]["items"]] == [r[0] for r in rows]
+    assert "the panel's judges on these pairs: Fleiss' kappa" in out.out
+
+    # the panel asked nothing new: its requests all came from the cache the judges' checks filled
+    for part in ("battle", "rating"):
+        usage = whole["sanity"]["usage"][part]
+        assert usage["requests"] > 0 and usage["cache_hits"] == usage["requests"], usage
+        assert set(usage["judges"]) == {"good", "first"}
+        assert usage["requests"] == sum(u["requests"] for u in usage["judges"].values())
+    asked = {name: sum(rec["sanity"]["usage"][p]["cache_misses"] for p in ("battle", "rating"))
+             for name, rec in (("good", good_rec), ("first", first_rec))}
+    assert good.chat_calls == asked["good"] and first.chat_calls == asked["first"]
+
+    # a run of the panel takes the panel's own check as the verdict on its scores, and names each judge's
+    assert main(["--config", str(cfg), "--no-charts"]) == 0
+    run_out = capsys.readouterr()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    check = manifest["judge_check"]
+    assert check["checked"] is True and check["trustworthy"] is True and check["key"] == whole["key"]
+    assert check["verdict"].startswith("the panel as a whole: ") and "; judge first: NOT trustworthy" in check[
+        "verdict"], check["verdict"]
+    assert set(check["panel"]) == {"good", "first"}
+    assert "WARNING: the GPT scores" not in run_out.err
+    assert not [k for k in manifest["usage"] if k.startswith("judge-check")]  # no empty lookup entries
