@@ -1,8 +1,9 @@
-"""The judge check of a panel as a whole: two scripted judges on the real fake OpenAI server, one that
-tells an intact reference from its corrupted copy and one that always prefers the first-shown answer
-and rates everything 3; weights 2 and 1. Each judge is checked on its own, then the panel on the same
-pairs from the cache those checks filled; the panel's preference, rating drop and the judges' Fleiss'
-kappa are checked against values computed by hand here, and a run takes the panel's own verdict."""
+"""The judge check and meta-eval of a panel as a whole: two scripted judges on the real fake OpenAI
+server (weights 2 and 1), one that tells an intact reference from its corrupted copy (or prefers the
+longer answer) and one that always prefers the first-shown answer. Each judge is checked on its own,
+then the panel on the same pairs from the cache those checks filled; the panel's preference, rating
+drop, accuracy, correlations and the judges' Fleiss' kappa are checked against values computed by
+hand here (scipy for Spearman), and a run takes the panel's own verdict."""
 
 from __future__ import annotations
 
@@ -159,3 +160,73 @@ def test_the_panel_is_checked_as_a_whole_on_its_judges_cached_replies(tmp_path, 
     assert set(check["panel"]) == {"good", "first"}
     assert "WARNING: the GPT scores" not in run_out.err
     assert not [k for k in manifest["usage"] if k.startswith("judge-check")]  # no empty lookup entries
+
+
+# ------------------------------------------------------------------ meta-eval of a panel against human labels
+def _by_length(rec: RecordedRequest) -> Reply:
+    """Prefers the longer answer; rates an answer by its length (1-5)."""
+    text = rec.user_text
+    if "[Assistant 1's answer]" in text:
+        a = _block(text, "[Assistant 1's answer]", "[End of Assistant 1's answer]")
+        b = _block(text, "[Assistant 2's answer]", "[End of Assistant 2's answer]")
+        return Reply(content="8 3" if len(a) > len(b) else "3 8")
+    return Reply(content=str(_length_rating(_block(text, "[Answer]", "[End of answer]"))))
+
+
+def _length_rating(answer: str) -> int:
+    return min(5, 1 + len(answer) // 6)
+
+
+def _by_question(rec: RecordedRequest) -> Reply:
+    """Always the first-shown answer; rates by the question's number alone (blind to the answer)."""
+    text = rec.user_text
+    if "[Assistant 1's answer]" in text:
+        return Reply(content="8 3")
+    return Reply(content=str(_question_rating(text)))
+
+
+def _question_rating(text: str) -> int:
+    return int(re.search(r"Question number (\d+)\.", text).group(1)) % 5 + 1
+
+
+def test_meta_eval_measures_the_panel_and_each_judge(tmp_path, capsys):
+    from scipy.stats import spearmanr
+
+    with FakeOpenAIServer(reply_fn=_by_length, model="judge-good") as good, \
+            FakeOpenAIServer(reply_fn=_by_question, model="judge-first") as first:
+        cfg = _config(tmp_path, (good, first))
+        # pairwise: the longer answer is the labelled one on 7 of 10 pairs
+        pairs = [{"instruction": f"Question number {i}.", "input": "", "response_a": "a" * (3 + i),
+                  "response_b": "b" * (12 - i), "label": ("a" if 3 + i > 12 - i else "b") if i < 7 else
+                  ("b" if 3 + i > 12 - i else "a")} for i in range(10)]
+        (tmp_path / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in pairs))
+        code = main(["meta-eval", "--config", str(cfg), "--data", str(tmp_path / "pairs.jsonl"),
+                     "--evaluator", "GPT:battle", "--output", str(tmp_path / "pairwise.json")])
+        out = capsys.readouterr()
+        assert code == 0, out.err[-3000:]
+        report = json.loads((tmp_path / "pairwise.json").read_text())
+        acc = report["pairwise"]
+        assert acc["GPT/battle@good"]["accuracy"] == pytest.approx(0.7)  # right where the longer one is labelled
+        assert acc["GPT/battle@first"]["accuracy"] == 0.5 and acc["GPT/battle@first"]["predicted_ties"] == 10
+        assert acc["GPT/battle"]["accuracy"] == pytest.approx(0.7)  # good's double weight carries the vote
+        rows = [[g["verdict"], f["verdict"]] for g, f in zip(acc["GPT/battle@good"]["items"],
+                                                             acc["GPT/battle@first"]["items"])]
+        assert report["panel"]["judges"] == ["good", "first"]
+        assert report["panel"]["battle_agreement"]["fleiss_kappa"] == pytest.approx(fleiss(rows), abs=1e-9)
+        assert "| GPT/battle@good | 0.700 |" in out.out and "panel of 2 judges (good, first)" in out.out
+
+        # absolute: each judge's ratings and the panel's weighted mean, correlated with the human scores
+        answers = ["x" * (4 * i + 1) for i in range(12)]
+        human = [1, 2, 2, 3, 1, 4, 3, 5, 4, 2, 5, 3]
+        (tmp_path / "abs.jsonl").write_text("\n".join(json.dumps(
+            {"instruction": f"Question number {i}.", "input": "", "output": answers[i], "references": ["r"],
+             "human": {"quality": human[i]}}) for i in range(12)))
+        code = main(["meta-eval", "--config", str(cfg), "--data", str(tmp_path / "abs.jsonl"),
+                     "--evaluator", "GPT:correctness", "--output", str(tmp_path / "absolute.json")])
+        assert code == 0, capsys.readouterr().err[-3000:]
+    corr = json.loads((tmp_path / "absolute.json").read_text())["correlations"]
+    g = [_length_rating(a) for a in answers]
+    q = [i % 5 + 1 for i in range(12)]
+    panel = [(2 * a + b) / 3 for a, b in zip(g, q)]
+    for key, values in (("GPT/correctness@good", g), ("GPT/correctness@first", q), ("GPT/correctness", panel)):
+        assert corr[key]["quality"]["dataset"]["spearman"] == pytest.approx(spearmanr(values, human)[0], abs=1e-9), key

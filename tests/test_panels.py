@@ -400,7 +400,7 @@ def test_a_family_that_asks_one_judge_refuses_a_panel(tmp_path, servers, capsys)
     assert "SAGEval (category.open_qa.SAGEval) asks one judge" in err and "--skip SAGEval" in err
 
 
-def test_benchmark_and_meta_eval_commands_refuse_a_panel(tmp_path, servers, capsys):
+def test_benchmark_commands_refuse_a_panel(tmp_path, servers, capsys):
     judges = [_http_judge("x", servers[0]), _http_judge("y", servers[1])]
     jc = tmp_path / "judge.yaml"
     jc.write_text(yaml.safe_dump({"judge": judges}))
@@ -416,12 +416,7 @@ def test_benchmark_and_meta_eval_commands_refuse_a_panel(tmp_path, servers, caps
     err = capsys.readouterr().err
     assert code == 2, err
     assert "judge: is a panel of 2 judges; eval.py mt-bench takes one judge" in err
-    data = tmp_path / "m.jsonl"
-    data.write_text(json.dumps({"id": 1, "question": "q", "answer": "a", "score": 3}) + "\n")
-    code = main(["meta-eval", "--config", str(jc), "--data", str(data), "--evaluator", "GPT/correctness"])
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert "meta-eval takes one judge" in err
+    # meta-eval takes a panel (tests/test_panel_judge_check.py)
 
 
 def test_the_docs_panel_example_is_a_valid_config():

@@ -40,11 +40,8 @@ def main(argv: list[str]) -> int:
         raw = read_structured(Path(args.config))
         if not isinstance(raw, dict):
             raise InputError(f"{args.config}: expected a mapping at the top level")
-        if isinstance(raw.get("judge"), list):
-            raise InputError(f"{args.config}: judge: is a panel of {len(raw['judge'])} judges; meta-eval takes one "
-                             "judge: give it a config whose judge: is one block (backend, model, ...), one meta-eval "
-                             "per judge")
-        extra = {k: v for k, v in raw.items() if k in ("judge", "path_for_UniEval", "unieval", "repeval", "sageval", "prompts")}
+        extra = {k: v for k, v in raw.items()
+                 if k in ("judge", "panel", "path_for_UniEval", "unieval", "repeval", "sageval", "prompts")}
     report = run_metaeval(Path(args.data), args.evaluator, language=args.language, options=parse_sets(args.set),
                           docs=args.docs, limit=args.limit, extra_config=extra,
                           config_source=Path(args.config) if args.config else None,

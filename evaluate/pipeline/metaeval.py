@@ -36,6 +36,7 @@ import numpy as np
 
 from .config import parse_config
 from ..core.errors import InputError
+from ..core.io import clean_json
 from types import SimpleNamespace
 
 from ..backends.pool import JudgePool
@@ -305,6 +306,16 @@ def _pairwise_report(report, rows, evs, language, options, extra_config, config_
             judges.close()
         report["signatures"]["GPT/battle"] = judge.signature()
         report["pairwise"]["GPT/battle"] = battle_accuracy(rows, result)
+        members = getattr(result, "judges", None) or {}  # a panel: each judge's verdicts beside the panel's
+        if members:
+            report["pairwise"]["GPT/battle"]["position_prior_note"] = (
+                "a panel has no order of its own: its calibrated verdict votes its judges' calibrated verdicts, "
+                "each fitted on its own two orders (each judge's prior below)")
+            for name, one in members.items():
+                report["signatures"][f"GPT/battle@{name}"] = one.signature
+                report["pairwise"][f"GPT/battle@{name}"] = battle_accuracy(rows, one)
+            report["panel"] = {"judges": list(members), **cfg.panel.policy.to_dict(),
+                               "battle_agreement": clean_json(result.agreement())}
     return report
 
 
@@ -475,7 +486,8 @@ def battle_table(acc: dict[str, Any]) -> list[str]:
     for name, b in acc["trivial_rules"].items():
         lines.append(f"| {RULE_LABELS[name]} | {cell(b)} | {_kappa_cell(b)} | {b['n']} |")
     prior = acc.get("position_prior")
-    lines += ["", "position prior: " + (prior["text"] if prior else "none (no item valid in both orders)"),
+    lines += ["", "position prior: " + (prior["text"] if prior else acc.get("position_prior_note")
+                                        or "none (no item valid in both orders)"),
               "(agreement: ties half; kappa over A / B / tie, 0 = chance; rules on the items with a valid parsed "
               "verdict)"]
     return lines
@@ -499,6 +511,15 @@ def format_report(report: dict[str, Any]) -> str:
         for key, acc in report["pairwise"].items():
             if "verdicts" in acc:
                 lines += ["", f"{key}: agreement with the labels", ""] + battle_table(acc)
+        panel = report.get("panel")
+        if panel:
+            ag = panel.get("battle_agreement") or {}
+            k = ag.get("fleiss_kappa")
+            lines += ["", f"panel of {len(panel['judges'])} judges ({', '.join(panel['judges'])}): GPT/battle is their "
+                          f"vote{' (weights ' + str(panel['weights']) + ')' if panel.get('weights') else ''}, "
+                          f"GPT/battle@<judge> each judge's own; Fleiss' kappa between the judges "
+                          f"{'-' if k is None else f'{k:.3f}'} ({ag.get('strength') or 'undefined'}) on "
+                          f"{ag.get('items') or 0} items, effective judges {num(ag.get('effective_judges'))}"]
         return "\n".join(lines)
     dims = report["dimensions"]
     for level in ("summary", "system", "dataset"):

@@ -130,8 +130,10 @@ class Calibration:
         else:
             alike = (f"between two answers it rates alike it calls the first the winner {self.p_first_equal:.0%}, "
                      f"the second {float(expit(-self.bias - (self.tau or 0.0))):.0%} of the time")
-        return (f"the judge gives the first-shown answer {self.bias:+.2f} {self.unit}{ci}, a lean to the {where} "
-                f"position; {alike} (from its {self.judgments} two-order pairs, no labels)")
+        undetected = (self.bias_ci[0] <= 0 <= self.bias_ci[1]) if self.bias_ci else self.bias == 0
+        lean = "no detectable lean to either position" if undetected else f"a lean to the {where} position"
+        return (f"the judge gives the first-shown answer {self.bias:+.2f} {self.unit}{ci}, {lean}; {alike} "
+                f"(from its {self.judgments} two-order pairs, no labels)")
 
     def summary(self) -> dict[str, Any]:
         """The prior as a battle file holds it (no per-item values)."""
