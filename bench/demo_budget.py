@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import shutil
 import sys
@@ -30,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from local_batched import cpu_model  # noqa: E402  (bench/ is on the path when run as a script)
 
 CONFIGS = ["configs/example_en.yaml", "configs/example_cn.yaml", "configs/example_sageval.yaml"]
 
@@ -48,16 +49,6 @@ def copies() -> list[Path]:
         dst.write_text(text, encoding="utf-8")
         out.append(dst)
     return out
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def gemm_rate(rows: int, hidden: int, inner: int, kernel: str) -> float:
@@ -154,7 +145,7 @@ def main() -> int:
     rate = computed * per_token / prefill_s / 1e9
     peak = gemm_rate(384, cfg.hidden_size, cfg.intermediate_size, judge[0].kernel)
 
-    print(f"\nmachine: {cpu_name()}, {os.cpu_count()} CPUs; torch threads {__import__('torch').get_num_threads()}; "
+    print(f"\nmachine: {cpu_model()}, {os.cpu_count()} CPUs; torch threads {__import__('torch').get_num_threads()}; "
           f"exit code of the run {code}")
     print(f"\n{'call':>4} {'requests':>8} {'max_tok':>7} {'prompt tok':>10} {'reused':>7} {'load s':>6} {'prefill s':>9} "
           f"{'wall s':>7}")
