@@ -99,6 +99,34 @@ def test_kappa_agrees_with_scikit_learn():
     assert -1 <= lo <= rec["agreement"]["kappa"] <= hi <= 1
 
 
+def test_a_panels_judges_each_against_the_labels():
+    """A panel's battle file: the panel's verdict per item and each judge's (`judges`); the labels measure
+    the panel as one judge and each judge beside it, on the items the panel gave a valid verdict."""
+    y = ["B"] * len(JUDGE)
+    y[2] = "invalid"  # judge y could not judge item 3
+    bt = battle("m1", "m2", JUDGE)
+    for it, x_v, y_v in zip(bt["items"], JUDGE, y):
+        it["judges"] = {"x": x_v, "y": y_v}
+    bt["signature"] = {"panel": {"judges": ["x", "y"]},
+                       "judges": {"x": {"judge": {"backend": "openai", "model": "judge-x"}},
+                                  "y": {"judge": {"backend": "local", "model": "judge-y"}}}}
+    labels = [lab(i, v) for i, v in enumerate(LABELS, 1)]
+    rec = agreement(labels, [bt], outputs(), source="labels.jsonl")
+    assert rec["agreement"]["accuracy"] == pytest.approx(6.5 / 9, abs=1e-4)  # the panel: as one judge above
+    x, yy = rec["judges"]["x"], rec["judges"]["y"]
+    assert (x["accuracy"], x["n"]) == (rec["agreement"]["accuracy"], 9) and x["kappa"] == pytest.approx(8 / 19, abs=1e-12)
+    # y on the panel's 11 valid items less item 3: decided labels 1, 2, 4-9 (n 8), right on 6-9
+    assert (yy["n"], yy["invalid"], yy["accuracy"]) == (8, 1, 0.5)
+    rated = [(lv, yv) for lv, jv, yv in zip(LABELS, JUDGE, y) if jv != "invalid" and yv != "invalid"]
+    assert yy["kappa"] == pytest.approx(cohen_kappa_score([t for t, _ in rated], [v for _, v in rated]), abs=1e-12)
+    from evaluate.judgecheck.labels import _judge_name, format_labels_report
+
+    assert _judge_name(bt["signature"]) == "a panel of 2 judges (x: openai judge-x, y: local judge-y)"
+    text = format_labels_report({**rec, "judge": [_judge_name(bt["signature"])]})
+    assert "panel (ties half)" in text and "  judge x" in text and "  judge y" in text
+    assert "judges" not in hand_case()  # one judge: no per-judge rows
+
+
 def test_a_judge_that_agrees_is_trusted_and_few_labels_give_no_verdict():
     n = 40
     truth = ["A" if i % 3 else "B" for i in range(n)]

@@ -29,7 +29,7 @@ from ..stats.agreement import cohen_kappa, cohen_kappa_interval, strength
 from ..stats.battle import judge_bias
 from .labelled import baselines, decide
 from .report import table
-from .rules import RULES
+from .rules import RULES, _wilson
 
 MIN_LABELS = 10  # labels with a judge verdict before agreement, kappa and a verdict are shown
 SWAP = {"A": "B", "B": "A"}
@@ -149,6 +149,9 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
     record.update({k2: decided_rules[k2] for k2 in ("beats_length_baseline", "best_trivial_rule",
                                                     "beats_trivial_rules", "decides_by_position",
                                                     "above_chance")})
+    per_judge = judges_agreement(valid)
+    if per_judge:  # a panel's battles: each judge's own verdicts on the same labels, beside the panel's
+        record["judges"] = per_judge
     if len(valid) < MIN_LABELS:
         record["trustworthy"] = None
         record["reasons"] = [f"too few labels: {len(valid)} with a valid judge verdict, {MIN_LABELS} needed"]
@@ -158,6 +161,27 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
         record["trustworthy"], record["reasons"] = decided_rules["trustworthy"], decided_rules["reasons"]
         record["verdict_text"] = verdict_of({"labelled": record})[1]
     return record
+
+
+def judges_agreement(valid: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """A panel's judges each against the labels the panel's verdicts were matched to (`valid`: the labels
+    with a valid panel verdict, in the battle file's orientation): agreement (a judge tie half, label ties
+    left out) with its 95% Wilson interval and Cohen's kappa over every label the judge gave a valid
+    verdict on. {} when the battle items hold no judges' verdicts (one judge)."""
+    names = list(dict.fromkeys(n for m in valid for n in ((m["item"] or {}).get("judges") or {})))
+    out = {}
+    for name in names:
+        mine = [(m["truth"], str(((m["item"] or {}).get("judges") or {}).get(name) or "invalid")) for m in valid]
+        rated = [(t, v) for t, v in mine if v in ("A", "B", "tie")]
+        decided = [(t, v) for t, v in rated if t in ("A", "B")]
+        n = len(decided)
+        k = sum(v == t for t, v in decided) + 0.5 * sum(v == "tie" for _, v in decided)
+        kappa = cohen_kappa_interval([t for t, _ in rated], [v for _, v in rated])
+        out[name] = {"accuracy": round(k / n, 4) if n else None, "n": n, "ci95": _wilson(k, n),
+                     "judge_ties": sum(v == "tie" for _, v in decided), "invalid": len(mine) - len(rated),
+                     "kappa": kappa.kappa, "kappa_ci95": [kappa.low, kappa.high] if kappa.low is not None else None,
+                     "kappa_n": kappa.n, "kappa_strength": strength(kappa.kappa)}
+    return out
 
 
 def outputs_of(results: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str, str], str]:
@@ -188,10 +212,20 @@ def check_labels(save_path: Path) -> tuple[dict[str, Any], LabelFile]:
                          "against; the judge's verdicts come from a run with GPT battles"
                          + (f" ({'; '.join(problems)})" if problems else ""))
     record = agreement(found.labels, battles, outputs_of(log.results), source=str(found.path))
-    judges = {f"{(bt.get('signature') or {}).get('judge', {}).get('backend', '?')} "
-              f"{(bt.get('signature') or {}).get('judge', {}).get('model', '?')}" for bt in battles}
-    record["judge"] = sorted(judges)
+    record["judge"] = sorted({_judge_name(bt.get("signature") or {}) for bt in battles})
     return record, found
+
+
+def _judge_name(sig: Mapping[str, Any]) -> str:
+    """A battle's judge as a person reads it: backend and model, or a panel and its judges'."""
+    def one(s: Mapping[str, Any]) -> str:
+        j = s.get("judge") or {}
+        return f"{j.get('backend', '?')} {j.get('model', '?')}"
+
+    if "panel" in sig and isinstance(sig.get("judges"), Mapping):
+        return (f"a panel of {len(sig['judges'])} judges (" + ", ".join(f"{n}: {one(s)}" for n, s in sig["judges"].items())
+                + ")")
+    return one(sig)
 
 
 def format_labels_report(record: dict[str, Any]) -> str:
@@ -209,7 +243,10 @@ def format_labels_report(record: dict[str, Any]) -> str:
             return "undefined"
         return f"{value:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + f" {strength(value)}"
 
-    rows = [["judge (ties half)", _f(a["accuracy"]), _ci(a["ci95"]), a["n"], kap(a["kappa"], a["kappa_ci95"])]]
+    rows = [["panel (ties half)" if record.get("judges") else "judge (ties half)", _f(a["accuracy"]), _ci(a["ci95"]),
+             a["n"], kap(a["kappa"], a["kappa_ci95"])]]
+    for name, j in (record.get("judges") or {}).items():
+        rows.append([f"  judge {name}", _f(j["accuracy"]), _ci(j["ci95"]), j["n"], kap(j["kappa"], j["kappa_ci95"])])
     for name, b in record["baselines"].items():
         best = " (best rule)" if name == record.get("best_trivial_rule") else ""
         rows.append([RULE_WORDS.get(name, name) + best, _f(b["accuracy"]), _ci(b["ci95"]), b["n"], kap(b.get("kappa"))])

@@ -301,6 +301,9 @@ class _Handler(BaseHTTPRequestHandler):
             out["rules"] = [{"name": name, "words": RULE_WORDS.get(name, name), "accuracy": b["accuracy"],
                              "kappa": b.get("kappa"), "best": name == rec["best_trivial_rule"]}
                             for name, b in rec["baselines"].items()]
+            # a panel: each judge against the same labels (which judge agrees with you)
+            out["judges"] = [{"name": name, **{k: j[k] for k in ("accuracy", "ci95", "n", "kappa", "invalid")}}
+                             for name, j in (rec.get("judges") or {}).items()]
         out["trustworthy"] = rec["trustworthy"]
         out["verdict"] = rec["verdict_text"]
         return out

@@ -362,9 +362,20 @@
         "before the judge's agreement with you is shown (" + (s.min_labels - (s.with_judge || 0)) + " more); label with a, b, t on an item."));
     } else {
       var g = s.agreement;
-      add(box, add(el("p", "agreement"), "The judge agrees with you on ", el("strong", null, fmt(g.accuracy)), " of " + g.n +
+      add(box, add(el("p", "agreement"), ((s.judges || []).length ? "The panel" : "The judge") + " agrees with you on ", el("strong", null, fmt(g.accuracy)), " of " + g.n +
         " decided items (95% CI " + ci(g.ci95) + "; a judge tie counts half; your " + s.label_ties + " ties left out); Cohen's kappa ",
         el("strong", "kappa", g.kappa === null ? "undefined" : fmt(g.kappa)), " " + ci(g.kappa_ci95) + " (" + g.kappa_strength + ")."));
+      if ((s.judges || []).length) {  // a panel of judges: each one against your labels too
+        var jt = table(["judge of the panel", "agreement", "95% CI", "n", "kappa"], "panel-judges");
+        s.judges.forEach(function (x) {
+          var tr = row([x.name, td(fmt(x.accuracy), "num"), td(ci(x.ci95)), td(String(x.n), "num"),
+                        td(x.kappa === null ? "undefined" : fmt(x.kappa), "num")]);
+          tr.setAttribute("data-judge", x.name);
+          jt.body.appendChild(tr);
+        });
+        add(box, el("p", "muted", "The verdicts above are the panel's vote; each of its judges on the same labels:"));
+        add(box, jt.table);
+      }
       var best = (s.rules || []).filter(function (x) { return x.best; })[0];
       var t = table(["rule", "agreement", "kappa"], "rules");
       (s.rules || []).forEach(function (x) {
