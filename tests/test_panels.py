@@ -377,7 +377,6 @@ def _panel_cfg(tmp: Path, servers, **more: Any) -> Path:
 @pytest.mark.parametrize("flags,message", [
     (["--export-requests", "REQ"], "--export-requests takes one judge"),
     (["--gpt_model", "gpt-4o"], "--gpt_model takes one judge"),
-    (["--shard", "1/2"], "--shard takes one judge"),
 ])
 def test_run_flags_that_take_one_judge_refuse_a_panel(tmp_path, servers, capsys, flags, message):
     flags = [str(tmp_path / "req.jsonl") if f == "REQ" else f for f in flags]

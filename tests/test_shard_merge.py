@@ -104,3 +104,46 @@ def test_merge_refuses_overlapping_shards(tmp_path, capsys):
     assert main(["merge", str(tmp_path / "m"), str(shard), str(shard)]) == 2
     assert "is in two shards" in capsys.readouterr().err
     assert main(["merge", str(tmp_path / "m"), str(tmp_path / "nothing")]) == 2
+
+
+def test_a_panel_sharded_and_merged_equals_one_run(tmp_path, capsys):
+    """A panel of two judges that disagree: each judge's battle items are joined across the shards, its
+    calibration refitted on all of them and the panel's vote recomputed, so the merged battle file is the
+    unsharded run's; the results (each judge's and the panel's scores, Krippendorff's alpha) too."""
+    import re
+
+    def by_length(longer: bool):
+        def reply(rec):
+            text = rec.user_text
+            if "[Assistant 1's answer]" not in text:
+                return Reply(content=str(1 + len(text) % 5 if longer else 5 - len(text) % 4))
+            a, b = (len(m) for m in re.findall(r"\[Assistant [12]'s answer\]\n(.*?)\n\[End of Assistant", text, re.S))
+            first = (a > b) == longer  # one prefers the longer answer, two the shorter, in either order
+            return Reply(content="7 3" if first else "3 7")
+        return reply
+
+    with FakeOpenAIServer(by_length(True)) as one, FakeOpenAIServer(by_length(False), model="other-judge") as two:
+        cfg = json.loads(write_config(tmp_path, one.url).read_text())
+        first = {**cfg["judge"], "name": "one"}
+        cfg["judge"] = [first, {**first, "name": "two", "model": "other-judge", "base_url": two.url}]
+        cfg["panel"] = {"weights": {"one": 2, "two": 1}}
+        path = tmp_path / "panel.json"
+        path.write_text(json.dumps(cfg))
+        full = tmp_path / "runs"
+        assert main(["--config", str(path), "--no-charts"]) == 0
+        for i in (1, 2):
+            assert main(["--config", str(path), "--shard", f"{i}/2", "--no-charts"]) == 0
+    merged = tmp_path / "merged"
+    assert main(["merge", str(merged), str(full / "shard-1-of-2"), str(full / "shard-2-of-2")]) == 0
+    name = "model_a__vs__model_b.json"
+    got, want = (json.loads((d / "battles" / name).read_text()) for d in (merged, full))
+    assert set(got["panel"]["judges"]) == {"one", "two"}
+    votes = [it["judges"] for it in want["items"]]
+    # they disagree wherever the answers' lengths differ (an equal-length pair is a tie for both)
+    assert all(v["two"] == {"A": "B", "B": "A", "tie": "tie"}[v["one"]] for v in votes)
+    assert sum(v["one"] in ("A", "B") for v in votes) >= 6
+    assert [it["verdict"] for it in want["items"]] == [v["one"] for v in votes]  # one's double weight decides
+    assert got == want
+    for model in ("model_a", "model_b"):
+        a, b = (json.loads((d / "results" / f"{model}.json").read_text()) for d in (merged, full))
+        assert a["panel"]["agreement"] and strip(a) == strip(b)

@@ -137,9 +137,6 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
         cfg.openai_key = args.openai_key  # a panel's: every openai judge's key (each names its api_key_env)
         if cfg.panel is None and "backend" not in (cfg.raw.get("judge") or {}):
             cfg.judge.backend = "openai"
-    if getattr(args, "shard", None):
-        refuse_panel(cfg, "--shard", "run the panel's config whole (its battles are not merged from shards yet), or "
-                                     "shard a config of one judge")
     if args.gpt_with_reference:
         cfg.gpt_with_reference = True
     if getattr(args, "shard", None):

@@ -7,7 +7,9 @@
   metric and options the run used; one that cannot be recomputed is removed and its signature says
   so (`corpus_note`).
 - battles/<a>__vs__<b>.json: items concatenated (answer file order), summary and per-category
-  summaries recomputed with the same BattleResult code as a run; ranking.json recomputed.
+  summaries recomputed with the same BattleResult code as a run; ranking.json recomputed. A panel's
+  battle: each judge's items joined into that judge's result (its position calibration fitted on all
+  of them) and the panel's verdicts voted again, as one run does.
 - judge_cache.sqlite: every shard's rows copied (a re-run of the whole config from OUT pays nothing).
 - runs/: every shard's run manifests; manifest.json lists the shards' runs.
 - summary.csv, charts, comparisons, the report and the manifest: written as a run writes them
@@ -106,6 +108,31 @@ def _battle_from_dict(data: dict[str, Any], items: list[dict[str, Any]]):
                         signature=data.get("signature", {}))
 
 
+def _panel_battle_from_parts(name: str, parts: list[dict[str, Any]], first_order: list[str]):
+    """A panel's battle from its shards: each judge's items gathered from every shard into that judge's own
+    BattleResult (its calibration fitted on all of them, as in one run), then voted again
+    (`judges.panel.combine_battle`): the panel's items are recomputed, not concatenated."""
+    from ..judges.panel import combine_battle
+    from ..judges.panel_config import PanelOptions
+
+    head = parts[0]["panel"]
+    per = {}
+    for judge, first in head["judges"].items():
+        items: dict[str, dict[str, Any]] = {}
+        for part in parts:
+            mine = ((part.get("panel") or {}).get("judges") or {}).get(judge)
+            if not isinstance(mine, dict):
+                raise InputError(f"merge: battles/{name}: judge {judge} of the panel is missing from a shard's battle "
+                                 "file (were the shards run with the same config?)")
+            for it in mine.get("items") or []:
+                items[str(it["id"])] = it
+        summary = {**parts[0]["summary"], "both_orders": (first.get("summary") or {}).get("both_orders", True)}
+        per[judge] = _battle_from_dict({"summary": summary, "signature": first.get("signature") or {}},
+                                       [items[k] for k in _ordered(items, first_order)])
+    policy = PanelOptions(rating=head.get("rating") or "mean", weights=head.get("weights"))
+    return combine_battle(per, policy, parts[0].get("signature") or {})
+
+
 def _merge_cache(out: Path, sources: list[Path]) -> int:
     from ..backends.cache import _SCHEMA
 
@@ -162,7 +189,12 @@ def differences(dirs: list[Path], manifests: list[dict[str, Any]]) -> list[str]:
         cfg = dict(m.get("config") or {})
         if not cfg:
             continue
-        judge = {k: v for k, v in (cfg.pop("judge", None) or {}).items() if k not in _TRANSPORT}
+        block = cfg.pop("judge", None) or {}
+        if isinstance(block, list):  # a panel: each judge's block by its name
+            judge = {str(b.get("name")): {k: v for k, v in b.items() if k not in _TRANSPORT}
+                     for b in block if isinstance(b, dict)}
+        else:
+            judge = {k: v for k, v in block.items() if k not in _TRANSPORT}
         cfg.pop("save_path", None)
         cfg.pop("answers", None)  # compared by content above; paths may differ between machines
         for what, value in (("judge", judge), ("config", cfg)):
@@ -266,7 +298,10 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
                 if str(it["id"]) in items:
                     raise InputError(f"merge: battles/{name}: item {it['id']} is in two shards")
                 items[str(it["id"])] = it
-        res = _battle_from_dict(parts[0], [items[k] for k in _ordered(items, first_order)])
+        if isinstance((parts[0].get("panel") or {}).get("judges"), dict):  # a panel of judges
+            res = _panel_battle_from_parts(name, parts, first_order)
+        else:
+            res = _battle_from_dict(parts[0], [items[k] for k in _ordered(items, first_order)])
         data = res.to_dict()
         data["summary"] = clean_json(res.summary())
         data["by_category"] = by_category(res)
