@@ -230,3 +230,15 @@ def test_meta_eval_measures_the_panel_and_each_judge(tmp_path, capsys):
     panel = [(2 * a + b) / 3 for a, b in zip(g, q)]
     for key, values in (("GPT/correctness@good", g), ("GPT/correctness@first", q), ("GPT/correctness", panel)):
         assert corr[key]["quality"]["dataset"]["spearman"] == pytest.approx(spearmanr(values, human)[0], abs=1e-9), key
+
+
+def test_an_unchecked_panel_fails_the_judge_gate_saying_how_to_check_it(tmp_path, servers, capsys):
+    cfg = _config(tmp_path, servers)
+    code = main(["--config", str(cfg), "--no-charts", "--fail-on-untrusted-judge"])
+    err = capsys.readouterr().err
+    assert code != 0, err
+    flat = " ".join(err.split())
+    assert "each judge of the panel is checked, then the panel as a whole, whose check decides" in flat, err[-2000:]
+    assert main(["judge-check", "--config", str(cfg), "--limit", "4"]) == 0  # good outvotes first: the panel passes
+    capsys.readouterr()
+    assert main(["--config", str(cfg), "--no-charts", "--fail-on-untrusted-judge"]) == 0

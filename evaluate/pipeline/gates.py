@@ -484,8 +484,9 @@ def how_to_check(manifest: dict[str, Any]) -> str:
     """The command that checks the judge a save path's run used, in words (issue 39: the gate failed on
     "not checked" without saying how to check)."""
     bench, cfg = manifest.get("benchmark"), manifest.get("config_file")
-    if (manifest.get("judge_check") or {}).get("panel"):  # the run's --judge-check takes one judge
-        return f"`eval.py judge-check --config {cfg or 'CFG'}` checks each judge of the panel"
+    if (manifest.get("judge_check") or {}).get("panel"):  # a panel: its judges, then the panel as a whole
+        return (f"add --judge-check N to the run, or `eval.py judge-check --config {cfg or 'CFG'}`: each judge of the "
+                "panel is checked, then the panel as a whole, whose check decides")
     if bench == "mt_bench":
         return "add --judge-check N to the `eval.py mt-bench` command (N of the run's judged turns are checked)"
     if bench:
