@@ -20,13 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from local_batched import cpu_model  # noqa: E402  (bench/ is on the path when run as a script)
 
 from evaluate.backends.base import JudgeRequest  # noqa: E402
 from evaluate.backends.options import JudgeOptions  # noqa: E402
@@ -37,16 +38,6 @@ QUESTIONS = ROOT.parent / "shared" / "data" / "fastchat_mt_bench" / "fastchat" /
 def prompts(n: int) -> list[str]:
     rows = [json.loads(line) for line in QUESTIONS.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [r["turns"][0] for r in rows[::max(1, len(rows) // n)]][:n]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def run_vllm(model: str, reqs: list[JudgeRequest], in_flight: int) -> tuple[float, list, str]:
