@@ -313,6 +313,37 @@ def test_prefix_reuse_gives_the_same_numbers(fresh, dtype, tol):
     same(plain.complete(short), reuse.complete(short))
 
 
+def test_the_prefix_cache_is_bounded_in_tokens_and_keeps_more_short_prompts(fresh):
+    """A prompt seen six prompts earlier is still served from the cache when the prompts are short (the
+    bound is in tokens, not four slots); the tokens kept never pass `prefix_tokens` (the newest prompt is
+    always kept); the shared prefix is taken from it and not recomputed."""
+    import torch
+
+    b = fresh(lookahead=0)
+    questions = [f"Question {i}: name a colour of the {w}." for i, w in enumerate(
+        ["sky", "sea", "grass", "sun", "snow", "night", "sand", "rose"])]
+    reqs = [JudgeRequest.chat("You grade answers. " * 8, q, max_tokens=1, top_logprobs=5) for q in questions]
+    lengths = [len(b.prompt_ids(r)) for r in reqs]
+    budget = sum(lengths[:6]) + 1
+    b.prefix_tokens = budget
+    for r in reqs[:7]:
+        b.complete(r)
+    assert sum(len(s.ids) for s in b._slots) <= budget
+    assert len(b._slots) == 6 and b._slots[-1].ids == b.prompt_ids(reqs[1])  # reqs[0] went: over the bound
+    # a second question-1 prompt with another answer: its whole question comes from the cache
+    again = JudgeRequest.chat("You grade answers. " * 8, questions[1] + " Answer: blue.", max_tokens=1, top_logprobs=5)
+    before = b.reused_tokens
+    with torch.inference_mode():
+        b.complete(again)
+    from evaluate.models.load import common_prefix
+
+    assert b.reused_tokens - before == common_prefix(b.prompt_ids(reqs[1]), b.prompt_ids(again))
+    assert b.reused_tokens - before > lengths[1] - 8  # not just the shared system prompt
+    b.prefix_tokens = 1  # the newest prompt stays even when it alone is over the bound
+    b.complete(reqs[7])
+    assert [s.ids for s in b._slots] == [b.prompt_ids(reqs[7])]
+
+
 def test_batched_one_token_requests_give_the_same_scores(fresh):
     """`batch_size` > 1 puts one-token requests of different lengths in one left-padded forward pass
     (what a GPU wants): same greedy token and the same top log-probabilities as one at a time;
