@@ -112,7 +112,7 @@ class LocalBackend(Backend):
     on CPUs with AMX, else float32, which was 1.5x faster than bfloat16 on an avx512_bf16 CPU without
     AMX; logits are fp32 either way); `max_new_tokens` caps every request's
     `max_tokens`; `prefix_reuse` keeps the KV caches of the latest prompts, at most `prefix_slots`
-    of them and `prefix_tokens` tokens in all (the newest always; 4,096 tokens are 0.23 GB of
+    of them and `prefix_tokens` tokens in all (the newest always; 3,072 tokens are 0.17 GB of
     float32 cache for Qwen-1.5B), and starts a new prompt from the longest token prefix it shares
     with one of them (at least `min_reuse_tokens`); `threads` sets torch's intra-op threads (None: leave as is);
     `lookahead` is the most tokens a greedy request drafts from an earlier occurrence of its last
@@ -148,7 +148,7 @@ class LocalBackend(Backend):
         *,
         prefix_reuse: bool = True,
         prefix_slots: int = 16,
-        prefix_tokens: int = 4096,
+        prefix_tokens: int = 3072,
         min_reuse_tokens: int = 8,
         threads: int | None = None,
         expected_sha256: str | None = None,
