@@ -9,6 +9,8 @@ Each server start costs 60-90 s on the 2-core development machine, so the file n
   log-probabilities and battles on the same server: exit 0, the server started once;
 - `eval.py mt-bench --generate ... --judge-config ...` on two MT-bench questions: both turns generated
   (turn 2 with the conversation so far), then judged, on one server;
+- a panel whose judges are SmolLM2 on vLLM, the same SmolLM2 in process and an HTTP judge: the panel's
+  ratings are the means of its judges', and the two engines' G-Eval scores of the same weights agree;
 - three tools started side by side, each sent SIGINT, SIGTERM or SIGKILL while its server loads;
 - faults: an interpreter without vLLM (exit 2, nothing started), a server that exits while starting
   (exit 3 with the last lines of its log).
@@ -31,6 +33,11 @@ import time
 from pathlib import Path
 
 import pytest
+
+try:
+    from tests.fake_openai_server import Reply, fake_openai  # noqa: F401  (a fixture)
+except ImportError:
+    from fake_openai_server import Reply, fake_openai  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -356,6 +363,75 @@ def test_a_run_generates_rates_and_battles_on_one_server_killed_mid_run_then_res
     log = (out / "logs" / f"vllm-{MODEL}.log").read_text()
     assert log.count("server started: pid") == 2  # both runs' servers wrote the save path's log
     assert second.left_behind() == []  # a normal end
+
+
+@needs_vllm
+def test_a_panel_with_a_vllm_judge_beside_the_in_process_one(tmp_path, fake_openai):
+    """A vLLM judge inside a panel: the tool starts its server for that member alone, the same SmolLM2 in
+    process and an HTTP judge that always says 4 judge beside it, every item's panel rating is the mean of
+    its judges' valid ones, each judge's own is kept under @name with its own signature and usage; one
+    server, none left. The first two are the same weights on two engines, so their G-Eval scores agree
+    (classification and extraction: the categories where SmolLM2 puts enough probability on the digits)."""
+    fake_openai.reply_fn = lambda rec: Reply(content="4")
+    cats = ("classification", "extraction")
+    targets = [t for t in json.loads(TARGETS.read_text()) if t["category"] in cats][:4]
+    ids = {t["id"] for t in targets}
+    (tmp_path / "targets.json").write_text(json.dumps(targets), encoding="utf-8")
+    for name, src in (("a", ANSWERS_A), ("b", ANSWERS_A.with_name("answers_model_b.json"))):
+        (tmp_path / f"{name}.json").write_text(json.dumps([r for r in json.loads(src.read_text()) if r["id"] in ids]))
+    served = ENGINE.strip().replace("\n  ", ", ")
+    cfg = tmp_path / "panel.yaml"
+    cfg.write_text(f"""language: en
+answers:
+  - {{name: model_a, path: a.json}}
+  - {{name: model_b, path: b.json}}
+target_file: targets.json
+save_path: out
+battle: false
+judge:
+  - {{name: served, {served}, mode: logprobs, explain: false, max_tokens: 48}}
+  - {{name: here, backend: local, model: {MODEL}, mode: logprobs, explain: false, max_tokens: 48}}
+  - {{name: fixed, backend: openai, model: {fake_openai.model}, base_url: "{fake_openai.url}", api_key_env: NO_KEY_HERE,
+     mode: generate, max_retries: 0, timeout: 30}}
+category:
+  classification: {{GPT: [relevance]}}
+  extraction: {{GPT: [relevance]}}
+""", encoding="utf-8")
+    tool = Tool(tmp_path, "panel", "--config", str(cfg), "--no-charts")
+    code = tool.wait(900)
+    err = tool.stderr
+    assert code == 0, err[-5000:]
+    assert err.count(f"vllm: {MODEL} ready on") == 1, err  # the vLLM member's server, started once
+    out = tmp_path / "out"
+    judged = both = 0
+    for m in ("model_a", "model_b"):
+        res = json.loads((out / "results" / f"{m}.json").read_text())
+        assert len(res["items"]) == len(targets)
+        for item in res["items"]:
+            sc = item["scores"]
+            own = [sc.get(f"GPT/relevance@{j}") for j in ("served", "here", "fixed")]
+            assert own[2] == 4
+            valid = [v for v in own if isinstance(v, (int, float))]
+            if not valid:
+                assert not isinstance(sc.get("GPT/relevance"), (int, float))
+                continue
+            judged += 1
+            assert all(1 <= v <= 5 for v in valid)
+            assert sc["GPT/relevance"] == pytest.approx(sum(valid) / len(valid), abs=1e-9), (item["id"], sc)
+            if len(valid) == 3:  # vLLM's log-probabilities and the in-process engine's, same weights
+                assert abs(own[0] - own[1]) < 0.05, (item["id"], sc)
+                both += 1
+        sigs = res["signatures"]
+        assert sigs["GPT/relevance"]["panel"]["judges"] == ["served", "here", "fixed"]
+        assert sigs["GPT/relevance@served"]["judge"]["backend"] == "vllm"
+        assert "base_url" not in sigs["GPT/relevance@served"]["judge"]  # the weights, not the port
+        assert sigs["GPT/relevance@here"]["judge"]["backend"] == "local"
+    assert judged >= 4 and both >= 4  # (all 8 had both judges' ratings when this test was written)
+    manifest = json.loads((out / "manifest.json").read_text())
+    usage = manifest["usage"]
+    assert usage["GPT@served"]["requests"] == usage["GPT@here"]["requests"] == usage["GPT@fixed"]["requests"] \
+        == 2 * len(targets) == fake_openai.chat_calls
+    assert tool.left_behind() == []
 
 
 # ---------------------------------------------------------------------------- MT-bench
