@@ -479,3 +479,20 @@ def test_a_writer_outwaits_a_lock_held_longer_than_its_busy_timeout(tmp_path: Pa
     cache = CachedBackend(Echo("m"), path)
     assert len(cache) == 20
     cache.close()
+
+
+def test_items_handed_out_after_the_judge_is_declared_unreachable_are_not_sent_nor_counted(tmp_path: Path) -> None:
+    """The window between one worker declaring the judge unreachable and its cancel of the queue: other workers
+    may still take queued items (on a loaded CI host all 104 of the test above were taken so). Such an item is
+    failed at once as not sent, and not counted as a request. The endpoint set's verdict is set here without
+    the cancel, which is exactly that window."""
+    opts = judge_opts(base_url=closed_port())
+    backend = open_backend(opts, tmp_path / "cache.sqlite")
+    try:
+        inner = backend.inner
+        inner._endpoints.unreachable = "connection refused (nothing listens on that port)"
+        out = backend.complete_many(reqs(20, "window"))
+        assert len(out) == 20 and all(c.error.startswith(UNREACHABLE) and "not sent" in c.error for c in out)
+        assert backend.usage()["requests"] == 0 and backend.usage()["calls"] == 0
+    finally:
+        backend.close()

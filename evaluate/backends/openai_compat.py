@@ -430,6 +430,10 @@ class OpenAICompatBackend(Backend):
             if not (tries.faulted and self._endpoints.others_usable(tries.avoid)):
                 self._stopped.wait(pause)  # woken at once when the judge is declared unreachable
 
+        if (why := self._endpoints.unreachable) is not None:
+            # declared a moment ago by another worker, whose cancel of the queue may not have run yet: the
+            # items the pool still hands out are not sent, and not counted as requests
+            raise JudgeUnreachable(why, sent=False)
         self._count(requests=1)
         try:
             return call_with_retries(lambda: self._attempt(request, tries, limit[0]), self.policy, on_retry=on_retry,
