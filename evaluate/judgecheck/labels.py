@@ -108,16 +108,12 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
     valid = [m for m in matched if m["judge"] in ("A", "B", "tie")]
     decided = [m for m in valid if m["truth"] in ("A", "B")]
     label_ties = sum(m["truth"] == "tie" for m in valid)
-    right = sum(m["judge"] == m["truth"] for m in decided)
-    judge_ties = sum(m["judge"] == "tie" for m in decided)
-    n = len(decided)
-    k = right + 0.5 * judge_ties
-    accuracy = round(k / n, 4) if n else None
+    scored, k = _against_labels([(m["truth"], m["judge"]) for m in valid])
+    n, accuracy, right, judge_ties = scored["n"], scored["accuracy"], scored["right"], scored["judge_ties"]
     rows = [{"response_a": "x" * m["lengths"][0], "response_b": "x" * m["lengths"][1],
              "label": m["truth"].lower()} for m in decided]
     base = baselines(rows, ties_labelled=label_ties > 0)
     truth = [m["truth"] for m in valid]
-    kappa = cohen_kappa_interval(truth, [m["judge"] for m in valid])
     for name, b in base.items():
         b["kappa"] = cohen_kappa(truth, [RULE_PREDICT[name](*m["lengths"]) for m in valid])
     # the biases on the labelled items, each in its battle's own orientation (ids made unique across pairs)
@@ -125,8 +121,8 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
     lengths = {str(i): m["lengths"] for i, m in enumerate(matched)}
     bias = judge_bias(items, lengths)
     decided_rules = decide(k, n, accuracy, base, bias, valid=len(valid), total=len(matched),
-                           chance={"kappa": kappa.kappa, "kappa_strength": strength(kappa.kappa),
-                                   "kappa_ci": [kappa.low, kappa.high] if kappa.low is not None else None})
+                           chance={"kappa": scored["kappa"], "kappa_strength": scored["kappa_strength"],
+                                   "kappa_ci": scored["kappa_ci95"]})
     record: dict[str, Any] = {
         "data": source, "labels": len(labels), "items_labelled": len(kept), "relabelled": replaced,
         "with_judge_verdict": len(matched), "without_battle": no_battle,
@@ -134,8 +130,7 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
         "agreement": {"accuracy": accuracy, "n": n, "ci95": decided_rules["ci95"], "right": right,
                       "wrong": n - right - judge_ties, "judge_ties": judge_ties,
                       "invalid": len(matched) - len(valid),
-                      "kappa": kappa.kappa, "kappa_ci95": [kappa.low, kappa.high] if kappa.low is not None else None,
-                      "kappa_n": kappa.n, "kappa_strength": strength(kappa.kappa),
+                      **{key: scored[key] for key in ("kappa", "kappa_ci95", "kappa_n", "kappa_strength")},
                       "note": "agreement: a judge tie counts half, label ties and invalid verdicts left out of n; "
                               "95% Wilson interval. Cohen's kappa: every label with a valid verdict, ties "
                               "included (A / B / tie), 95% percentile bootstrap interval (none below 10)"},
@@ -163,24 +158,35 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
     return record
 
 
+def _against_labels(pairs: list[tuple[str, str]]) -> tuple[dict[str, Any], float]:
+    """Verdicts against labels, one (label, verdict) pair per label with a valid verdict (A / B / tie), in
+    the same orientation: agreement over the labels that decide (a verdict tie counts half, label ties
+    left out) with its 95% Wilson interval, and Cohen's kappa over every pair, ties included. Also the
+    credit k (right + ties / 2) that the agreement is k / n of."""
+    decided = [(t, v) for t, v in pairs if t in ("A", "B")]
+    n = len(decided)
+    right = sum(v == t for t, v in decided)
+    ties = sum(v == "tie" for _, v in decided)
+    k = right + 0.5 * ties
+    kappa = cohen_kappa_interval([t for t, _ in pairs], [v for _, v in pairs])
+    return {"accuracy": round(k / n, 4) if n else None, "n": n, "ci95": _wilson(k, n), "right": right,
+            "judge_ties": ties, "kappa": kappa.kappa,
+            "kappa_ci95": [kappa.low, kappa.high] if kappa.low is not None else None,
+            "kappa_n": kappa.n, "kappa_strength": strength(kappa.kappa)}, k
+
+
 def judges_agreement(valid: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """A panel's judges each against the labels the panel's verdicts were matched to (`valid`: the labels
-    with a valid panel verdict, in the battle file's orientation): agreement (a judge tie half, label ties
-    left out) with its 95% Wilson interval and Cohen's kappa over every label the judge gave a valid
-    verdict on. {} when the battle items hold no judges' verdicts (one judge)."""
+    with a valid panel verdict, in the battle file's orientation), as the panel is (`_against_labels`, over
+    the labels the judge gave a valid verdict on). {} when the battle items hold no judges' verdicts (one judge)."""
     names = list(dict.fromkeys(n for m in valid for n in ((m["item"] or {}).get("judges") or {})))
     out = {}
     for name in names:
         mine = [(m["truth"], str(((m["item"] or {}).get("judges") or {}).get(name) or "invalid")) for m in valid]
         rated = [(t, v) for t, v in mine if v in ("A", "B", "tie")]
-        decided = [(t, v) for t, v in rated if t in ("A", "B")]
-        n = len(decided)
-        k = sum(v == t for t, v in decided) + 0.5 * sum(v == "tie" for _, v in decided)
-        kappa = cohen_kappa_interval([t for t, _ in rated], [v for _, v in rated])
-        out[name] = {"accuracy": round(k / n, 4) if n else None, "n": n, "ci95": _wilson(k, n),
-                     "judge_ties": sum(v == "tie" for _, v in decided), "invalid": len(mine) - len(rated),
-                     "kappa": kappa.kappa, "kappa_ci95": [kappa.low, kappa.high] if kappa.low is not None else None,
-                     "kappa_n": kappa.n, "kappa_strength": strength(kappa.kappa)}
+        scored, _ = _against_labels(rated)
+        del scored["right"]  # the record's keys per judge, as before
+        out[name] = {**scored, "invalid": len(mine) - len(rated)}
     return out
 
 
