@@ -43,14 +43,13 @@ from ..core.errors import ConfigError, InputError
 from ..core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
 from ..savepath.layout import answers_file
 from ..core.options import parse_options, short as _short, type_name as _type_name
+from ..core.places import PROMPTS
 from ..core.registry import suggest
 from ..core.secrets import scrub_url
 from ..families import FAMILY_REGISTRY, family_names
 from ..families.gpt import CATEGORY_KEYS, check_cascade
 from ..families.metrics import check_metric_options, resolve_option_paths
 from ..judges.panel_config import PanelConfig, parse_panel
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
@@ -155,8 +154,9 @@ class RunConfig:
         return _resolve(self.source.resolve().parent if self.source else None, str(value))
 
     def default_prompt(self, kind: str) -> Path:
-        """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language."""
-        return REPO_ROOT / "prompts" / f"{kind}_prompt_{self.language}.json"
+        """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language (shipped
+        inside the package: evaluate/prompts/)."""
+        return PROMPTS / f"{kind}_prompt_{self.language}.json"
 
 
 def scrubbed_judge(judge: JudgeOptions) -> dict[str, Any]:
