@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,50 @@ def test_chinese_answers_under_language_en_are_cut_as_chinese_and_english_ones_a
             assert items[k]["scores"][key] == pytest.approx(cn[k]["scores"][key], abs=1e-12), (k, key)
     sig = json.loads((tmp_path / "out-None" / "results" / "a.json").read_text())["signatures"]["Metrics/ROUGE-L"]
     assert "jieba" in sig["cjk"] and "Han, kana or Hangul" in sig["cjk"] and sig["tokenizer"].startswith("rouge-score")
+
+
+# ------------------------------------------------------------------ names in other scripts
+
+def test_models_named_in_chinese_get_files_that_keep_their_names(tmp_path):
+    """Before: `模型-α` and `模型-β` both mapped to results/-.json and the run was refused (exit 2). Now each
+    file keeps the characters; the names are shown as given; ASCII names map to the same files as before."""
+    recs = [{"id": i, "category": "closed_qa", "instruction": f"Q{i}?", "input": "", "output": f"answer {i}",
+             "target": f"the answer {i}"} for i in range(3)]
+    write_json(tmp_path / "a.json", recs)
+    write_json(tmp_path / "b.json", [{**r, "output": r["output"] + " more"} for r in recs])
+    write_json(tmp_path / "c.json", [{**r, "output": "x"} for r in recs])
+    cfg = write_json(tmp_path / "cfg.json", {
+        "answers": [{"name": "模型-α", "path": "a.json"}, {"name": "模型-β", "path": "b.json"},
+                    {"name": "my model 1", "path": "c.json"}],
+        "save_path": "out", "category": {"closed_qa": {"Metrics": ["ROUGE"]}}})
+    code, out, err = eval_py("--config", str(cfg), "--no-charts", cwd=tmp_path)
+    assert code == 0, err
+    results = tmp_path / "out" / "results"
+    assert sorted(p.name for p in results.glob("*.json")) == ["my_model_1.json", "模型-α.json", "模型-β.json"]
+    assert json.loads((results / "模型-α.json").read_text(encoding="utf-8"))["model"] == "模型-α"
+    assert (tmp_path / "out" / "comparisons" / "模型-α__vs__模型-β.json").is_file()
+    assert "模型-α vs 模型-β:" in out and "mean, all items" in out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("mean, all items"))
+    wide = lambda s: sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in s)  # noqa: E731
+    assert lines[at].endswith("模型-α     模型-β") and wide(lines[at]) == wide(lines[at + 1]), lines[at:at + 2]
+    page = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert "模型-α" in page and "模型-β" in page and "my model 1" in page
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text(encoding="utf-8"))
+    assert [m["name"] for m in manifest["models"]] == ["模型-α", "模型-β", "my model 1"]
+
+
+def test_ascii_names_keep_the_file_names_they_always_had():
+    import re
+
+    from evaluate.core.io import safe_name
+
+    def before(name: str) -> str:  # the rule until issue 47, for every ASCII name
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
+
+    names = ["base", "m 1", "m_1", "gpt-4o-mini", "Qwen/Qwen2.5-7B", "..x..", "", " ", "a@b#c", "v1.0", "_x_", "~"]
+    assert [safe_name(n) for n in names] == [before(n) for n in names]
+    # other scripts: kept, NFC-normalised; a replaced character or a very long name adds a short hash
+    assert safe_name("模型-α") == "模型-α" and safe_name("cafe\u0301") == "café"
+    assert safe_name("模型 α") != safe_name("模型_α") and safe_name("模型 α").startswith("模型_α-")
+    assert len(safe_name("模" * 300).encode("utf-8")) <= 200 and safe_name("模" * 300) != safe_name("模" * 299)

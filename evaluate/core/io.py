@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import Any
@@ -272,10 +273,26 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
+NAME_BYTES = 200  # the most UTF-8 bytes of a file name made from a name (file systems allow 255)
+
+
 def safe_name(name: str) -> str:
-    """A model name as a file name (keeps letters, digits, '.', '_', '-')."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
-    return cleaned or "model"
+    """A model name as a file name. An ASCII name keeps letters, digits, '.', '_', '-' (the rest becomes '_'),
+    as it always has, so existing save paths keep their files. A name in another script keeps its letters and
+    digits too (`模型-α` -> `模型-α`, NFC-normalised; issue 47: `模型-α` and `模型-β` both mapped to `-` and
+    were refused); when anything else had to be replaced, or the name is too long for a file name, the first
+    8 hex digits of the name's sha256 follow, so two such names never share a file."""
+    if name.isascii():
+        cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+        return cleaned or "model"
+    given = unicodedata.normalize("NFC", name)
+    cleaned = re.sub(r"[^\w.-]+", "_", given).strip("._")
+    if cleaned == given and len(cleaned.encode("utf-8")) <= NAME_BYTES:
+        return cleaned
+    digest = hashlib.sha256(given.encode("utf-8")).hexdigest()[:8]
+    while len(cleaned.encode("utf-8")) > NAME_BYTES - 9:
+        cleaned = cleaned[:-1]
+    return f"{cleaned}-{digest}" if cleaned else f"model-{digest}"
 
 
 def check_output_dir(path: Path, what: str = "save_path", subdirs: tuple[str, ...] = ()) -> None:
