@@ -163,3 +163,24 @@ def test_ascii_names_keep_the_file_names_they_always_had():
     assert safe_name("模型-α") == "模型-α" and safe_name("cafe\u0301") == "café"
     assert safe_name("模型 α") != safe_name("模型_α") and safe_name("模型 α").startswith("模型_α-")
     assert len(safe_name("模" * 300).encode("utf-8")) <= 200 and safe_name("模" * 300) != safe_name("模" * 299)
+
+
+# ------------------------------------------------------------------ generation: the output path first
+
+def test_generate_into_a_folder_is_refused_before_the_first_request(tmp_path):
+    """Before: `eval.py generate --out FOLDER` paid for 5 answers and then failed moving them into place
+    ("Is a directory"). Now it is exit 2 naming the path, and the server received nothing."""
+    write_json(tmp_path / "q.json", [{"id": i, "category": "open_qa", "instruction": f"Question {i}?", "input": "",
+                                      "target": "x"} for i in range(5)])
+    (tmp_path / "answers").mkdir()
+    with FakeOpenAIServer(reply_fn=lambda rec: Reply(content="An answer.")) as s:
+        (tmp_path / "model.yaml").write_text(f"model: {{backend: openai, base_url: {s.url}, model: fake-judge}}\n")
+        code, out, err = eval_py("generate", "--questions", "q.json", "--model-config", "model.yaml", "--out", "answers",
+                                 cwd=tmp_path)
+        assert code == 2, err
+        assert "answer file answers: is a folder; give a file name" in err
+        assert s.chat_calls == 0
+        code, _, err = eval_py("generate", "--questions", "q.json", "--model-config", "model.yaml", "--out",
+                               "answers/m.json", cwd=tmp_path)
+        assert code == 0 and s.chat_calls >= 5, err  # the 5 answers (and the probe)
+    assert len(json.loads((tmp_path / "answers" / "m.json").read_text())) == 5

@@ -323,6 +323,22 @@ def check_output_dir(path: Path, what: str = "save_path", subdirs: tuple[str, ..
         raise InputError(f"{what} {path}: cannot be used ({exc.strerror or exc})") from None
 
 
+def check_output_file(path: Path, what: str) -> None:
+    """Refuse, before any work, a file that cannot be written: the path is a folder, or its folder cannot be
+    made (a file in the way, no write permission). A folder that does not exist yet is made when the file is
+    written. Creates nothing. `what` names it in the message (a flag, a key)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise InputError(f"{what} {path}: is a folder; give a file name")
+    parent = p.resolve().parent
+    existing = next(a for a in (parent, *parent.parents) if a.exists())
+    if not existing.is_dir():
+        raise InputError(f"{what} {path}: the folder {parent} cannot be made: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{what} {path}: the folder {parent} cannot be made: {existing} is not writable"
+                         if existing != parent else f"{what} {path}: no permission to write in {parent}")
+
+
 def ensure_dir(path: Path, what: str = "save_path") -> None:
     """mkdir -p, with an InputError naming the folder instead of a raw OSError."""
     try:
