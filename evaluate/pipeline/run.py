@@ -62,7 +62,7 @@ def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], N
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(),
            "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
-    if any(capabilities(j).http or j.price for _, j in judge_blocks(cfg)):
+    if any(capabilities(j).http or j.price or capabilities(j).in_process for _, j in judge_blocks(cfg)):
         out["estimate"] = estimate(prep)
         out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
