@@ -42,7 +42,7 @@ from .kv import cache_kwarg, compact, new_cache, plain_layers
 from .memory import available_memory, process_rss, total_memory, trim, tune_malloc
 from .onednn import (linear as onednn_linear, onednn_scope, pack_linears, pack_module, packed_copy, resolve_matmul,
                      route_linears, unpacked_bytes)
-from . import speed
+from .speed import record as record_speed
 
 
 log = logging.getLogger(__name__)
@@ -520,7 +520,7 @@ class LocalBackend(Backend):
             if any(r.max_tokens > 1 for r in requests):
                 trim()  # the KV caches of this call's replies are freed: their pages go back to the system
             # this judge's speed on this machine, for a later --dry-run's time estimate (evaluate.backends.speed)
-            speed.record(self.signature(), time.perf_counter() - started, [requests[i] for i, _ in answered],
+            record_speed(self.signature(), time.perf_counter() - started, [requests[i] for i, _ in answered],
                          sum(c.completion_tokens for _, c in answered))
 
     def _answer_all(self, requests: Sequence[JudgeRequest], on_result: Callable[[int, Completion], None]) -> None:
