@@ -57,7 +57,7 @@ CJK_SCRIPTS = "Han, kana or Hangul characters"
 
 
 def has_cjk(text: str) -> bool:
-    return bool(text) and _CJK.search(text) is not None
+    return bool(text) and not text.isascii() and _CJK.search(text) is not None  # isascii: English costs ~nothing
 
 
 def script_language(language: str, *texts: str) -> str:
