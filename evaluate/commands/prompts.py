@@ -20,8 +20,9 @@ from .common import EXIT_OK, Parser
 def main(argv: list[str]) -> int:
     p = Parser(prog="eval.py prompts", description="List the GPT metrics of an evaluation prompt file per category "
                                                    "(the names a config lists under GPT:, scored as GPT/<name>).")
-    p.add_argument("file", nargs="?", type=Path, help="an evaluation prompt file (default: the project's own, "
-                                                      "evaluate/prompts/evaluation_prompt_<language>.json, inside the package)")
+    p.add_argument("file", nargs="?", type=Path,
+                   help="an evaluation prompt file (default: the project's own, "
+                        "evaluate/prompts/evaluation_prompt_<language>.json, inside the package)")
     p.add_argument("--language", choices=("en", "cn"), default="en", help="the default file's language")
     p.add_argument("--category", help="only this category (or the general entry that stands in for it)")
     args = p.parse_args(argv)

@@ -343,7 +343,8 @@ class BattlePrompt:
                             answer_2: str) -> str:
         """One turn of two conversations: each assistant's earlier turns, the user's last message, both replies."""
         if self.conversation_template is None:
-            raise InputError(f"{self.path}: no conversation_template; a conversation needs one (see evaluate/prompts/README.md)")
+            raise InputError(f"{self.path}: no conversation_template; a conversation needs one "
+                             "(see evaluate/prompts/README.md)")
         return fill(self.conversation_template, conversation_1=conversation_1, conversation_2=conversation_2,
                     question=question, answer_1=answer_1, answer_2=answer_2,
                     prompt=self.conversation_prompt or self.prompt)

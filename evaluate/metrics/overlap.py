@@ -4,7 +4,8 @@ Each is its own config name ("Precision", "Recall", "F1 score"), but they are on
 the three metrics share `overlap_scores`, which remembers its last result, so a category
 asking for all three tokenizes and counts once.
 
-Tokens: `text.squad_tokens` (en: SQuAD normalisation; cn, and an item with CJK text under en: characters). Overlap is the size
+Tokens: `text.squad_tokens` (en: SQuAD normalisation; cn, and an item with CJK text under en:
+characters). Overlap is the size
 of the multiset intersection (a token counts as often as it appears in both). This is not
 ColossalAI's position-by-position comparison, which scores a correct answer shifted by one
 word as wrong. With several references the one giving the best F1 is used for all three.

@@ -252,7 +252,7 @@ def local_time(timed: list[tuple[list[JudgeRequest], dict[str, Any]]]) -> dict[s
         total += fitted.seconds(reqs)
         short = "" if fitted.generated or all(r.max_tokens <= 1 for r in reqs) else "at least "
         how.append(f"{short}{sig.get('model', 'the judge')}: {fitted.describe()}")
-    return {"local_seconds": round(total, 1), "local_time": "; ".join(how)}
+    return {"local_seconds": round(total, 3), "local_time": "; ".join(how)}
 
 
 def _duration(seconds: float) -> str:
