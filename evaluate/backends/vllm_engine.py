@@ -16,12 +16,9 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import InputError
-
-if TYPE_CHECKING:
-    from .options import JudgeOptions
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
@@ -93,7 +90,7 @@ def check_install(python: str) -> Install:
     return install
 
 
-def problems(opts: "JudgeOptions") -> list[tuple[str, str]]:
+def problems(opts: Any) -> list[tuple[str, str]]:
     """The checks of a vllm block beyond the types (exit 2 when the config loads)."""
     out: list[tuple[str, str]] = []
     for key in ("base_url", "endpoints"):
@@ -126,7 +123,7 @@ class Engine:
     env: tuple[tuple[str, str], ...]
 
 
-def engine(opts: "JudgeOptions", install: Install) -> Engine:
+def engine(opts: Any, install: Install) -> Engine:
     """The server's flags and environment for these options on this vLLM build."""
     dtype = "float32" if opts.dtype == "auto" and install.cpu else opts.dtype
     flags: list[str] = [] if dtype == "auto" else ["--dtype", dtype]
