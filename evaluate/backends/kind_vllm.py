@@ -35,7 +35,8 @@ class VllmOptions:
     vllm_args: list[str] = option([], "more server flags, as on its command line, e.g. [\"--max-num-seqs\", "
                                       "\"64\"]")
     vllm_python: str | None = option(None, "the Python that has vLLM installed (null: $EVAL_VLLM_PYTHON, else "
-                                           "the project's .venv-vllm made by make setup-vllm, else this one)", nonempty=True)
+                                           ".venv-vllm in the working directory, made by make setup-vllm in a "
+                                           "checkout, else this one)", nonempty=True)
     startup_timeout: float = option(600.0, "seconds the server may take to load before the run stops (exit 3)", gt=0)
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..core.errors import InputError
 from .base import Backend, Completion, JudgeRequest, ProgressFn
 from .retry import JudgeUnreachable, ResultFn
-from .vllm_engine import Engine, Install, check_install, engine, vllm_python
+from .vllm_engine import Engine, Install, check_install, engine, looked_at, vllm_python
 from .vllm_server import ManagedServer, ServerFailed, ServerSpec, acquire, release
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class VllmBackend(Backend):
 
     def install(self) -> Install:
         if self._install is None:
-            self._install = check_install(vllm_python(self.opts))
+            self._install = check_install(vllm_python(self.opts), looked_at(self.opts))
         return self._install
 
     def resolved(self) -> Any:
