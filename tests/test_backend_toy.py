@@ -1,10 +1,11 @@
 """A new backend kind is one file and one registration: a toy kind written here (its capabilities, a
 key of its own, a check of its block and how it opens, all in one module) and registered as an
-installed package registers one (an entry point of the group `evaluate.backends`), with no edit to the
-project. Through `eval.py` as a user runs it: its block is validated like every `judge:` block (its
-own key's bounds, did-you-mean on its name, its key refused on another kind, its own check), it rates
-and battles, and the run asks its capabilities (no log-probabilities: mode auto parses replies; no
-weights on this machine: its model name is not looked for as a folder).
+installed package registers one (an entry point of the group `llm_eval.backends`, as a family's is of
+`llm_eval.families`), with no edit to the project. Through `eval.py` as a user runs it: its block is
+validated like every `judge:` block (its own key's bounds, did-you-mean on its name, its key refused
+on another kind, its own check), it rates and battles, and the run asks its capabilities (no
+log-probabilities: mode auto parses replies; no weights on this machine: its model name is not looked
+for as a folder).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ KIND = Kind("toy", "a toy that rates every answer the same", Capabilities(in_pro
             options=ToyOptions, problems=_problems)
 '''
 
-ENTRY_POINTS = "[evaluate.backends]\ntoy = toy_backend:KIND\n"
+ENTRY_POINTS = "[llm_eval.backends]\ntoy = toy_backend:KIND\n"
 N = 3  # items per model
 
 
@@ -146,5 +147,5 @@ def test_a_kind_registered_after_the_block_was_built_is_refused():
     from evaluate.backends.options import JudgeOptions  # noqa: F401  (the block is built)
 
     late = Kind("late", "too late", Capabilities(), open=lambda *a: None, identity=lambda o: None)
-    with pytest.raises(RuntimeError, match="entry point of the group evaluate.backends"):
+    with pytest.raises(RuntimeError, match="entry point of the group llm_eval.backends"):
         register(late)

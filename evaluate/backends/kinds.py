@@ -24,6 +24,7 @@ from .base import Backend
 
 # opens the file a server's output goes to, given a name (`vllm-<model>`); a save path's logs/ folder
 ServerLog = Callable[[str], BinaryIO]
+ENTRY_POINTS = "llm_eval.backends"  # the group an installed package declares its kinds in (as families: llm_eval.families)
 # checks of a block beyond its keys' types: (key, message) pairs, each refusing the config (exit 2)
 Checks = Callable[[Any], "list[tuple[str, str]]"]
 
@@ -92,7 +93,7 @@ def register(kind: Kind) -> Kind:
     """Add `kind` to the kinds `backend:` accepts (before the `judge:` block is built: registry.py)."""
     if _SEALED:
         raise RuntimeError(f"backend kind {kind.name!r} registered after {_SEALED[0]}; declare it as an entry point "
-                           "of the group evaluate.backends (loaded before), or register it before "
+                           f"of the group {ENTRY_POINTS} (loaded before), or register it before "
                            "evaluate.backends.options is imported")
     if kind.name in _KINDS:
         raise ValueError(f"backend kind {kind.name!r} is registered twice")

@@ -3,8 +3,8 @@ their names, what each can do, and the backend each opens.
 
 This package's kinds are registered here, in the order `backend:` lists them: a new kind is its module
 (kind_NAME.py: capabilities, own keys, checks, how it opens), imported and named in `_BUILT_IN`. An installed
-package adds a kind without an edit here: an entry point of the group `evaluate.backends` naming its
-`Kind` (in its pyproject.toml: `[project.entry-points."evaluate.backends"]` `toy = "toy_backend:KIND"`),
+package adds a kind without an edit here: an entry point of the group `llm_eval.backends` naming its
+`Kind` (in its pyproject.toml: `[project.entry-points."llm_eval.backends"]` `toy = "toy_backend:KIND"`),
 registered here after this package's own, before options.py builds the `judge:` block from them.
 """
 
@@ -17,10 +17,9 @@ from .base import Backend
 from .kind_local import KIND as LOCAL
 from .kind_openai import KIND as OPENAI
 from .kind_vllm import KIND as VLLM
-from .kinds import (Capabilities, Kind, ServerLog, capabilities, get, kind_name, names,  # noqa: F401  (the API)
-                    register, registered)
+from .kinds import (ENTRY_POINTS, Capabilities, Kind, ServerLog, capabilities, get, kind_name,  # noqa: F401  (the
+                    names, register, registered)  # registry's API: what code outside the package asks)
 
-ENTRY_POINTS = "evaluate.backends"  # the group an installed package declares its kinds in
 _BUILT_IN = (LOCAL, OPENAI, VLLM)
 
 
