@@ -341,7 +341,6 @@ def test_a_panel_of_the_local_smollm2_and_an_http_judge_runs_end_to_end(servers,
 # ------------------------------------------------------------------ refusals: exit 2, the key named
 BAD = [
     ([], None, "judge: an empty list"),
-    ([{"name": "a", "model": "m"}], None, "a list of one judge"),
     ([{"name": "a", "model": "m"}, {"name": "a", "model": "n"}], None, 'judge[1].name: "a" is also the name of judge[0]'),
     ([{"name": "a", "model": "m"}, {"model": "n"}], None, "judge[1].name: expected the judge's name"),
     ([{"name": "a@b", "model": "m"}, {"name": "c", "model": "n"}], None, 'judge[0].name: "a@b" is not a judge name'),

@@ -104,6 +104,7 @@ def separate_namesakes(caches: Iterable["CachedBackend"]) -> None:
     """Judges of one run that share a model name on different servers (a panel's two judges both
     `model: same`) stop reading the model-name-only rows of older caches: those rows do not say
     which server wrote them, and read by both they would make one judge's replies the other's."""
+    caches = list(caches)
     by_name: dict[str, set[str]] = {}
     for c in caches:
         if c.model_only is not None:
