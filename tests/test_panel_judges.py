@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -32,8 +31,10 @@ from evaluate.backends.cache import VOLATILE_FIELDS, cache_key, judge_blob, requ
 
 try:
     from tests.fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+    from tests.test_dead_judge import closed_port  # a base URL on which nothing listens
 except ImportError:  # run from inside tests/
     from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply
+    from test_dead_judge import closed_port
 
 REPO = Path(__file__).resolve().parents[1]
 ENV = "EVAL_TEST_PANEL_KEY"
@@ -79,14 +80,6 @@ def eval_py(*args: str, env: dict[str, str] | None = None, timeout: float = 300)
                           timeout=timeout, cwd=REPO,
                           env={**os.environ, ENV: "sk-panel-judges", "EVAL_NO_PROGRESS": "1", "PYTHONPATH": str(REPO),
                                **(env or {})})
-
-
-def closed_port() -> str:
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"http://127.0.0.1:{port}/v1"
 
 
 def results(save: Path, model: str) -> dict[str, Any]:

@@ -13,7 +13,6 @@ import re
 import socket
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
