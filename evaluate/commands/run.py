@@ -135,7 +135,9 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
         cfg.judge.model = args.gpt_model
     if args.openai_key:
         cfg.openai_key = args.openai_key  # a panel's: every openai judge's key (each names its api_key_env)
-        if cfg.panel is None and "backend" not in (cfg.raw.get("judge") or {}):
+        block = cfg.raw.get("judge") or {}
+        block = block[0] if isinstance(block, list) and len(block) == 1 else block  # a list of one judge
+        if cfg.panel is None and isinstance(block, dict) and "backend" not in block:
             cfg.judge.backend = "openai"
     if args.gpt_with_reference:
         cfg.gpt_with_reference = True

@@ -96,6 +96,7 @@ class RunConfig:
     evaluation_prompt: Path | None = None
     judge: JudgeConfig = field(default_factory=JudgeConfig)  # a panel's: its first judge's (one-judge paths)
     panel: PanelConfig | None = None  # `judge:` as a list of named judges (evaluate.judges.panel_config)
+    judge_name: str | None = None  # `judge:` as a list of one named judge: that judge alone, under its name
     gpt_with_reference: bool | str = "auto"  # "auto", True or False (evaluate.judges.references)
     cascade: dict[str, dict[str, str]] = field(default_factory=dict)  # category -> GPT metric -> rule check
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -176,14 +177,14 @@ def judge_shown(cfg: "RunConfig") -> dict[str, Any] | list[dict[str, Any]]:
     """The `judge:` block as manifests and the plan show it: one judge's scrubbed block, or a panel's
     list of them, each with its name."""
     if cfg.panel is None:
-        return scrubbed_judge(cfg.judge)
+        return {"name": cfg.judge_name, **scrubbed_judge(cfg.judge)} if cfg.judge_name else scrubbed_judge(cfg.judge)
     return [{"name": m.name, **scrubbed_judge(m.options)} for m in cfg.panel.members]
 
 
 def judge_blocks(cfg: "RunConfig") -> list[tuple[str, JudgeOptions]]:
     """(key path, options) of every judge of the run: `judge` alone, or `judge[i]` of a panel."""
     if cfg.panel is None:
-        return [("judge", cfg.judge)]
+        return [("judge[0]" if cfg.judge_name else "judge", cfg.judge)]
     return [(f"judge[{i}]", m.options) for i, m in enumerate(cfg.panel.members)]
 
 
@@ -376,6 +377,8 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         chk.problems.extend(problems)
         if cfg.panel is not None:
             cfg.judge = cfg.panel.members[0].options
+            if cfg.panel.alone is not None:  # a list of one: that judge, run as one judge under its name
+                cfg.judge_name, cfg.panel = cfg.panel.alone.name, None
     elif raw.get("panel") is not None:
         chk.problems.append("panel: goes with a panel of judges: write judge: as a list of judge blocks, each with "
                             "a name (judge: [{name: a, backend: ..., model: ...}, {name: b, ...}]), or leave panel "
