@@ -143,8 +143,8 @@ def _record(path: Path, doc: str, lines: list[tuple[int, dict[str, Any]]], task:
                 hs.invalid[name] = (f"lm-eval's {metric}: {why}", json.dumps(value, default=str))
             else:
                 hs.scores[name] = number
-        if len(filters) > 1:
-            hs.details[f"filter:{filt}"] = {"filtered_response": obj.get("filtered_resps")}
+            hs.details[name] = {"filter": filt, "filtered_response": obj.get("filtered_resps"),
+                                "response": obj.get("resps")}  # what the model wrote, before the filter
     return Record(id=doc, category=task, instruction=prompt if isinstance(prompt, str) else json.dumps(first.get("doc")),
                   output=_output(first), targets=_target(first),
-                  extra={HARNESS_KEY: hs, "document": first.get("doc"), "response": first.get("resps")})
+                  extra={HARNESS_KEY: hs})

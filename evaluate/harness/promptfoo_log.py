@@ -139,4 +139,4 @@ def _record(r: dict[str, Any], task: str) -> Record:
                                              for c in grading.get("componentResults") or [] if isinstance(c, dict)]}
     prompt = r.get("prompt") if isinstance(r.get("prompt"), dict) else {}
     return Record(id=test, category=task, instruction=str(prompt.get("raw") or ""), output=output or "",
-                  extra={HARNESS_KEY: hs, "vars": vars_})
+                  extra={HARNESS_KEY: hs})
