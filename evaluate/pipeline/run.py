@@ -29,7 +29,7 @@ from ..savepath.write import server_logs
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
-from .config import (RunConfig, check_judge_model, check_model_names, judge_blocks, judge_reachability,
+from .config import (RunConfig, check_judge_model, judge_blocks, judge_reachability,
                      resolve_score_names)
 from .gates import known_of
 from .item_sets import check_item_sets
@@ -42,8 +42,6 @@ from .schedule import UnitScheduler
 def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     """Answer files, plan and every name checked (`load_inputs` and the run's checks). Raises
     InputError/ConfigError on bad input."""
-    if cfg.answers:  # none: load_inputs says so
-        check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
     prep = load_inputs(cfg, families)
     resolve_score_names(cfg, known_of(prep.plan, [s.name for s in prep.sets]).scores)
     check_output_dir(cfg.save_path, "save_path", layout.RUN_FOLDERS)
