@@ -107,6 +107,10 @@ def config_block() -> str:
         if not key:
             continue
         out += [f"`{key}:` ({name})", "", _table(options_doc(fam.Options))]
+    from evaluate.track.options import TRACKERS
+
+    for tracker, cls in TRACKERS.items():  # `track:` (docs/tracking.md)
+        out += [f"`track.{tracker}:` (docs/tracking.md)", "", _table(options_doc(cls))]
     out += ["`metric_options:` (per metric; the metrics not named have none)", "",
             "| metric | option | default |", "|---|---|---|"]
     for metric in sorted(METRICS._items):

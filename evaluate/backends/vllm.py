@@ -135,6 +135,7 @@ class VllmBackend(Backend):
                     spec.served_name, base_url=server.url, api_key="EMPTY", concurrency=self.opts.concurrency,
                     timeout=self.opts.timeout, max_retries=self.opts.max_retries, price=self.opts.price,
                     unreachable_after=DOWN_AFTER, down_after=DOWN_AFTER)
+                self._client.judge_name = self.judge_name  # its messages name the judge as this one's do
                 return self._client
 
     def _open_client(self, *args: Any, **kwargs: Any) -> "OpenAICompatBackend":

@@ -95,7 +95,7 @@ class _RecordingPool(JudgePool):
                 cache = _SeeingCache(_Recorder(real), path)
                 cache.price = opts.price  # a panel's estimate prices each judge's requests at its own price
                 self.caches.append(cache)
-                self._backends[key] = cache
+                self._keep(key, cache)
             return self._backends[key]
 
 
