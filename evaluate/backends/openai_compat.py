@@ -28,14 +28,14 @@ import openai
 
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .endpoints import Endpoint, EndpointSet, RequestPool
-from .options import OPENAI_URL
-from .probe import CONNECT_TIMEOUT, connect_failure
+from .connect import CONNECT_TIMEOUT, connect_failure
 from .retry import JudgeUnreachable, ResultFn, RetryPolicy, call_with_retries, progress_bar
 from ..core.errors import InputError
 from ..core.secrets import scrub_url  # noqa: F401  (re-exported: signatures and reprs show the scrubbed URL)
 
 log = logging.getLogger("evaluate.backends.openai")
 
+OPENAI_URL = "https://api.openai.com/v1"  # where an openai judge with no base_url (nor $OPENAI_BASE_URL) goes
 MAX_TIMEOUT_GROWTH = 8  # a timed-out attempt doubles the next one's timeout, up to 8x the configured one
 
 

@@ -17,7 +17,8 @@ from .cache import CachedBackend
 from .options import JudgeOptions
 from .pool import JudgePool, open_backend
 from .probe import probe
-from .kinds import ServerLog, capabilities
+from .kinds import ServerLog
+from .registry import capabilities
 from .retry import JudgeUnreachable
 
 PROBE_TIMEOUT = 10.0  # seconds an endpoint has to answer the probe (a live server lists its models in ms)

@@ -351,7 +351,7 @@ def judge_options_shown(cfg: Any) -> dict[str, Any] | None:
     each backend kind declares the keys it reads (evaluate/backends/registry.py)."""
     if not isinstance(cfg, dict):
         return None
-    from ..backends.registry import shown_options
+    from ..backends.options import shown_options
 
     return shown_options(cfg)
 
