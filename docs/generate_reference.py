@@ -68,12 +68,12 @@ def _table(rows: list[tuple[str, str, object, str]]) -> str:
 
 
 def judge_block() -> str:
-    """The `judge:` keys in their three groups (evaluate/backends/options.py), each key with the
-    backend kinds that read it."""
+    """The `judge:` keys in their three groups (evaluate/backends/options.py, and each kind's own keys
+    from its kind_*.py), each key with the backend kinds that read it."""
     from dataclasses import fields
 
-    from evaluate.backends.kinds import names
-    from evaluate.backends.options import EngineOptions, JudgingOptions, TransportOptions
+    from evaluate.backends.options import EngineOptions, JudgingOptions, TransportOptions, readers
+    from evaluate.backends.registry import names
     from evaluate.core.options import options_doc
 
     out = ["The keys are flat in the YAML; they fall in three groups. `backend:` is one of "
@@ -81,7 +81,7 @@ def judge_block() -> str:
     for title, cls in (("Transport: which backend and model, and how requests reach it", TransportOptions),
                        ("Engine: how the engine that computes runs", EngineOptions),
                        ("Judging: what is asked of the judge", JudgingOptions)):
-        kinds = {f.name: f.metadata.get("kinds") for f in fields(cls)}
+        kinds = {f.name: readers(f.name) for f in fields(cls)}
         rows = [(k, t, d, (f"({', '.join(kinds[k])}) " if kinds[k] else "") + doc)
                 for k, t, d, doc in options_doc(cls)]
         out += [f"**{title}**", "", _table(rows)]
@@ -107,6 +107,10 @@ def config_block() -> str:
         if not key:
             continue
         out += [f"`{key}:` ({name})", "", _table(options_doc(fam.Options))]
+    from evaluate.track.options import TRACKERS
+
+    for tracker, cls in TRACKERS.items():  # `track:` (docs/tracking.md)
+        out += [f"`track.{tracker}:` (docs/tracking.md)", "", _table(options_doc(cls))]
     out += ["`metric_options:` (per metric; the metrics not named have none)", "",
             "| metric | option | default |", "|---|---|---|"]
     for metric in sorted(METRICS._items):

@@ -4,6 +4,8 @@ kind is an entry in the registry and no edit elsewhere. The rule is checked on e
 syntax tree: `==`, `!=`, `in`, `not in`, `match ... case`, and dispatch tables keyed by kind names),
 and shown to catch planted violations.
 
+The package's own imports form no circle, type hints included (each kind one module below the options).
+
 Also: the `judge:` keys grouped (transport, engine, judging) behind the same YAML keys, a judge block
 in the manifest that reads as before the grouping, each kind's capabilities, the check that refuses a
 key of another kind, and a cache written before the registry still answering.
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import graphlib
 import json
 from pathlib import Path
 
 import pytest
 
 from evaluate.backends import registry
-from evaluate.backends.options import EngineOptions, JudgeOptions, JudgingOptions, TransportOptions
+from evaluate.backends.options import EngineOptions, JudgeOptions, JudgingOptions, TransportOptions, shown_options
 from evaluate.core.options import parse_options
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,6 +98,47 @@ def test_the_rule_leaves_capabilities_and_other_strings_alone():
     assert kind_comparisons(clean, set(registry.names())) == []
 
 
+# ------------------------------------------------------------------ no circle inside the package
+
+def package_imports(sources: dict[str, str]) -> dict[str, set[str]]:
+    """Each module of evaluate/backends/ (name -> source) -> the modules of the package it imports: at the
+    top, inside a function or under `if TYPE_CHECKING:` alike (a circle of type hints is one a reader
+    follows too). `from . import x` imports the package (`__init__`) and x."""
+    graph: dict[str, set[str]] = {}
+    for name, source in sources.items():
+        deps: set[str] = set()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                deps.update([node.module.split(".")[0]] if node.module else ["__init__", *(a.name for a in node.names)])
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("evaluate.backends."):
+                deps.add(node.module.split(".")[2])
+            elif isinstance(node, ast.Import):
+                deps.update(a.name.split(".")[2] for a in node.names if a.name.startswith("evaluate.backends."))
+        graph[name] = (deps & set(sources)) - {name}
+    return graph
+
+
+def circle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of `graph`, or []."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as exc:
+        return list(exc.args[1])
+    return []
+
+
+def test_the_backends_package_imports_in_no_circle():
+    """A kind is declared in one module that builds on kinds.py alone; options.py builds the block from the
+    registered kinds; nothing below imports back up, not even for a type hint (tests/test_layers.py leaves
+    those out). Before, kinds.py took JudgeOptions from options.py, which took the capabilities from kinds.py."""
+    sources = {p.stem: p.read_text(encoding="utf-8") for p in sorted(BACKENDS.glob("*.py"))}
+    graph = package_imports(sources)
+    assert {"kinds", "options", "registry"} <= graph.keys() and "kinds" in graph["options"] | graph["registry"]
+    assert circle(graph) == []
+    planted = {**sources, "kinds": sources["kinds"] + "\nif TYPE_CHECKING:\n    from .options import JudgeOptions\n"}
+    assert set(circle(package_imports(planted))) >= {"kinds", "options"}
+
+
 # ------------------------------------------------------------------ the registry
 
 def test_each_kind_declares_what_it_can_do():
@@ -103,6 +147,7 @@ def test_each_kind_declares_what_it_can_do():
     assert openai.http and openai.user_server and openai.batch_jobs and not openai.starts_server
     assert vllm.http and vllm.starts_server and not vllm.user_server and not vllm.batch_jobs
     assert all(c.logprobs for c in (local, openai, vllm))
+    assert local.loads_weights and vllm.loads_weights and not openai.loads_weights  # a served name is not a path
     # a batching server gets more requests in flight and a longer attempt than a server of yours
     assert vllm.default_concurrency > openai.default_concurrency == 8
     assert vllm.default_timeout > openai.default_timeout == 120.0
@@ -189,10 +234,10 @@ def test_a_vllm_block_has_its_engine_keys_and_refuses_another_kinds():
 
 
 def test_the_report_shows_the_keys_each_kind_reads():
-    vllm = registry.shown_options({**JudgeOptions(backend="vllm").as_block()})
+    vllm = shown_options({**JudgeOptions(backend="vllm").as_block()})
     assert "tensor_parallel_size" in vllm and "concurrency" in vllm and "dtype" in vllm
     assert not {"base_url", "api_key_env", "lookahead", "local_sequences", "batch"} & set(vllm)
-    local = registry.shown_options(JudgeOptions(backend="local").as_block())
+    local = shown_options(JudgeOptions(backend="local").as_block())
     assert "lookahead" in local and not {"concurrency", "timeout", "tensor_parallel_size"} & set(local)
 
 

@@ -151,7 +151,8 @@ def test_api_key_never_written_to_the_cache_files(server: FakeOpenAIServer, tmp_
     assert KEY not in caplog.text
     with sqlite3.connect(path) as db:
         judges = {row[0] for row in db.execute("SELECT judge FROM completions")}
-    assert judges == {'{"backend":"openai","model":"judge-model"}'}  # replicas of one model share the cache
+    # the judge's identity: its model on its server (never the key)
+    assert judges == {'{"backend":"openai","base_url":"%s","model":"judge-model"}' % server.url}
 
 
 def test_a_different_model_does_not_share_answers(server: FakeOpenAIServer, tmp_path: Path) -> None:

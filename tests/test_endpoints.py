@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evaluate.backends.base import Completion, JudgeRequest
-from evaluate.backends.cache import CachedBackend
+from evaluate.backends.cache import VOLATILE_FIELDS, CachedBackend
 from evaluate.backends.endpoints import CANCELLED, Endpoint, EndpointSet, RequestPool
 from evaluate.backends.openai_compat import OpenAICompatBackend
 from evaluate.backends.options import JudgeOptions
@@ -216,32 +216,44 @@ def test_one_endpoint_down_for_good_the_run_finishes_on_the_other() -> None:
         assert all(c.ok for c in out) and up.chat_calls == 30
 
 
-def test_replicas_share_the_cache_and_an_old_cache_is_still_read(tmp_path: Path) -> None:
+def test_the_cache_names_the_server_and_an_old_cache_is_still_read(tmp_path: Path) -> None:
+    """The key holds the judge's server (one model name on two servers may be two models, issue 47); a
+    replica set reads what any one of its servers answered alone; caches written by earlier versions
+    (the model name alone, or the URL as a string) are read and copied under the current key."""
     path = tmp_path / "c.sqlite"
     with FakeOpenAIServer(rating) as a, FakeOpenAIServer(rating) as b2, FakeOpenAIServer(rating) as c:
         first = CachedBackend(backend(a.url), path)
         one = first.complete_many(reqs(10))
         first.close()
-        again = CachedBackend(backend([b2.url, c.url]), path)  # other replicas of the same model
+        again = CachedBackend(backend([b2.url, a.url]), path)  # a among the replicas: its replies are read
         two = again.complete_many(reqs(10))
         again.close()
-        assert b2.chat_calls == c.chat_calls == 0 and all(x.cached for x in two)
+        assert b2.chat_calls == 0 and a.chat_calls == 10 and all(x.cached for x in two)
         assert [as_tuple(x) for x in one] == [as_tuple(x) for x in two]
+        other = CachedBackend(backend([c.url, b2.url]), path)  # other servers: asked, never answered from a's
+        got = other.complete_many(reqs(10))
+        other.close()
+        assert c.chat_calls + b2.chat_calls == 10 and not any(x.cached for x in got)
 
-        # a cache written when the key still held the URL: found, never paid for again
+        # a cache written by the previous version, its key the model name alone: found, never paid again
         old_path = tmp_path / "old.sqlite"
-        legacy = CachedBackend(backend(a.url), old_path, volatile_fields=("concurrency", "timeout", "max_retries",
-                                                                          "price", "batch_size", "device"))
+        legacy = CachedBackend(backend(a.url), old_path, volatile_fields=VOLATILE_FIELDS)
         legacy.complete_many(reqs(5, "old"))
         legacy.close()
-        calls = a.chat_calls
+        calls = a.chat_calls, c.chat_calls
         now = CachedBackend(backend([c.url, a.url]), old_path)
         got = now.complete_many(reqs(5, "old"))
         now.close()
-        assert a.chat_calls == calls and c.chat_calls == 0 and all(x.cached for x in got)
-    with sqlite3.connect(old_path) as db:  # copied under the new key
-        assert db.execute("SELECT COUNT(*) FROM completions WHERE judge = ?",
-                          ('{"backend":"openai","model":"judge"}',)).fetchone()[0] == 5
+        assert (a.chat_calls, c.chat_calls) == calls and all(x.cached for x in got)
+        moved = CachedBackend(backend(c.url), old_path)  # the same judge moved to another port: read too
+        assert all(x.cached for x in moved.complete_many(reqs(5, "old")))
+        moved.close()
+        assert c.chat_calls == calls[1]
+    with sqlite3.connect(old_path) as db:  # copied under the current keys, which name the servers
+        judges = dict(db.execute("SELECT judge, COUNT(*) FROM completions GROUP BY judge").fetchall())
+    assert judges[f'{{"backend":"openai","base_url":["{sorted([a.url, c.url])[0]}","{sorted([a.url, c.url])[1]}"],'
+                  f'"model":"judge"}}'] == 5
+    assert judges[f'{{"backend":"openai","base_url":"{c.url}","model":"judge"}}'] == 5
     for p in tmp_path.iterdir():
         assert KEY.encode() not in p.read_bytes()
 

@@ -14,11 +14,11 @@ import pytest
 
 from evaluate.backends.base import Backend, BackendError, Completion, JudgeRequest
 from evaluate.core.errors import InputError
-from evaluate.stats.bradley_terry import fit_bradley_terry, rank
+from evaluate.stats.bradley_terry import ELO_BASE, ELO_SCALE, L2, bradley_terry
 from evaluate.judges import (battle, battle_all, load_battle_prompt,
                              load_evaluation_prompts, rate)
 from evaluate.stats.intervals import wilson_interval
-from evaluate.judges.battle import BattleItem, BattleResult
+from evaluate.judges.battle_summary import battle_ranking
 from evaluate.judges.rating import RatingJudge
 from evaluate.core.records import Record
 
@@ -496,71 +496,84 @@ def test_battle_all_and_rank(battle_prompt) -> None:
     results = battle_all(judge, battle_prompt, data)
     assert len(judge.batches) == 1 and len(judge.batches[0]) == 3 * n * 2
     assert [(r.model_a, r.model_b) for r in results] == [("weak", "mid"), ("weak", "strong"), ("mid", "strong")]
-    ranking = rank(results, n_boot=100, seed=3)
-    assert ranking.models == ["strong", "mid", "weak"]
-    lo, hi = ranking.ci["mid"]
-    assert lo < ranking.strength["mid"] < hi
-    assert ranking.ci["weak"][1] < ranking.ci["strong"][0]
-    assert rank(results, n_boot=100, seed=3).ci == ranking.ci  # fixed seed, same intervals
+    outputs = {m: {r.id: r.output for r in recs} for m, recs in data.items()}
+    raw = battle_ranking(results, outputs, resamples=100, seed=3)["raw"]  # the run's one ranking
+    assert sorted(raw, key=lambda m: raw[m]["rank"]) == ["strong", "mid", "weak"]
+    lo, hi = raw["mid"]["interval"]
+    assert lo < raw["mid"]["rating"] < hi
+    assert raw["weak"]["interval"][1] < raw["strong"]["interval"][0]
+    assert battle_ranking(results, outputs, resamples=100, seed=3)["raw"] == raw  # fixed seed, same intervals
 
 
 # -- Bradley-Terry --------------------------------------------------------------------------
 
-def synthetic_results(beta: dict[str, float], n_items: int, seed: int) -> list[BattleResult]:
+def synthetic_battles(beta: dict[str, float], n_items: int, seed: int) -> tuple[list, list[str]]:
+    """Every pair of models on `n_items` questions, A winning with the Bradley-Terry probability."""
     rng = np.random.default_rng(seed)
     names = list(beta)
-    results = []
+    battles, groups = [], []
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             p = 1 / (1 + math.exp(beta[b] - beta[a]))
-            items = [BattleItem(id=str(k), verdict="A" if rng.random() < p else "B", orders=[])
-                     for k in range(n_items)]
-            results.append(BattleResult(model_a=a, model_b=b, items=items))
-    return results
+            for k in range(n_items):
+                battles.append((a, b, 1.0 if rng.random() < p else 0.0, None, None))
+                groups.append(str(k))
+    return battles, groups
+
+
+def logits(ratings: dict[str, float]) -> dict[str, float]:
+    """Elo-scale ratings back to the logit scale of the fit."""
+    return {m: (r - ELO_BASE) / ELO_SCALE for m, r in ratings.items()}
 
 
 def test_bradley_terry_recovers_known_strengths() -> None:
     truth = {"m1": -1.0, "m2": -0.3, "m3": 0.4, "m4": 0.9}
-    ranking = rank(synthetic_results(truth, 600, seed=7), n_boot=200, seed=0)
-    assert ranking.models == ["m4", "m3", "m2", "m1"]
+    centre = sum(truth.values()) / len(truth)  # the ratings are mean-centred
+    battles, groups = synthetic_battles(truth, 600, seed=7)
+    raw = bradley_terry(battles, resamples=200, seed=0, groups=groups)["raw"]
+    assert sorted(raw, key=lambda m: raw[m]["rank"]) == ["m4", "m3", "m2", "m1"]
+    fitted = logits({m: v["rating"] for m, v in raw.items()})
     for m, b in truth.items():
-        assert ranking.strength[m] == pytest.approx(b, abs=0.12)
-        lo, hi = ranking.ci[m]
-        assert lo < b < hi and hi - lo < 0.4
+        assert fitted[m] == pytest.approx(b - centre, abs=0.12)
+        lo, hi = ((v - ELO_BASE) / ELO_SCALE for v in raw[m]["interval"])
+        assert lo < b - centre < hi and hi - lo < 0.4
 
 
 def test_bradley_terry_matches_direct_likelihood_maximisation() -> None:
+    """The fit is the optimum of the penalised likelihood, soft outcomes (ties) included."""
     from scipy.optimize import minimize
 
-    wins = np.array([[0, 7, 3.5, 9], [4, 0, 6, 2.5], [5.5, 2, 0, 8], [1, 6.5, 3, 0]], dtype=float)
-    prior = 1.0
-    beta = fit_bradley_terry(wins, prior=prior)
-    w = wins + prior / 2 * (1 - np.eye(4))
+    rng = np.random.default_rng(5)
+    models = ["a", "b", "c", "d"]
+    battles = [(models[i], models[j], float(rng.choice([0.0, 0.5, 1.0])), None, None)
+               for i, j in (rng.choice(4, 2, replace=False) for _ in range(120))]
+    fitted = logits({m: v["rating"] for m, v in bradley_terry(battles, resamples=0)["raw"].items()})
+    pos = {m: i for i, m in enumerate(models)}
+    a = np.array([pos[x] for x, *_ in battles])
+    b = np.array([pos[x] for _, x, *_ in battles])
+    y = np.array([o for _, _, o, *_ in battles])
 
     def nll(x: np.ndarray) -> float:
-        full = np.concatenate([[0.0], x])
-        diff = full[:, None] - full[None, :]
-        return float(np.sum(w * np.logaddexp(0, -diff)))
+        full = np.concatenate([[0.0], x])  # the first model is the reference
+        z = full[a] - full[b]
+        return float(np.sum(np.logaddexp(0, z) - y * z) + L2 / 2 * x @ x)
 
     opt = minimize(nll, np.zeros(3), method="BFGS", options={"gtol": 1e-10})
     ref = np.concatenate([[0.0], opt.x])
-    assert beta == pytest.approx(ref - ref.mean(), abs=1e-5)
-    assert beta.mean() == pytest.approx(0.0, abs=1e-12)
+    assert [fitted[m] for m in models] == pytest.approx(list(ref - ref.mean()), abs=1e-5)
 
 
 def test_bradley_terry_model_that_never_wins() -> None:
-    wins = np.array([[0, 10], [0, 0]], dtype=float)
-    with pytest.raises(ValueError, match="needs a win"):
-        fit_bradley_terry(wins, prior=0.0)
-    beta = fit_bradley_terry(wins, prior=1.0)
-    # One virtual tie: 10.5 vs 0.5 wins -> beta difference log(21).
-    assert beta[0] - beta[1] == pytest.approx(math.log(21))
+    """No finite maximum-likelihood rating exists for a model that never won; the penalty keeps it finite,
+    at the optimum computed by hand: the loser's coefficient w solves 10 sigmoid(w) + L2 w = 0."""
+    from scipy.optimize import brentq
+    from scipy.special import expit
 
-
-def test_rank_rejects_disconnected_models() -> None:
-    results = synthetic_results({"a": 0, "b": 1}, 20, seed=1) + synthetic_results({"c": 0, "d": 1}, 20, seed=2)
-    with pytest.raises(InputError, match="c, d have no valid battle"):
-        rank(results, n_boot=10)
+    raw = bradley_terry([("a", "b", 1.0, None, None)] * 10, resamples=0)["raw"]
+    gap = (raw["a"]["rating"] - raw["b"]["rating"]) / ELO_SCALE
+    w = brentq(lambda w: 10 * expit(w) + L2 * w, -1e4, 0.0, xtol=1e-12)
+    assert gap == pytest.approx(-w, abs=1e-6) and 5 < gap < 10  # finite, and large: 10 wins of 10
+    assert raw["a"]["rank"] == 1
 
 
 def test_battle_with_reference(tmp_path: Path, battle_prompt) -> None:

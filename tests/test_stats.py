@@ -258,7 +258,8 @@ def test_battle_analysis_structure():
 
 
 def test_the_vectorised_bootstrap_fits_equal_the_one_by_one_fits():
-    from evaluate.stats.battle import _boot_counts, fit_logistic, fit_logistic_many
+    from evaluate.stats.bradley_terry import fit_logistic, fit_logistic_many
+    from evaluate.stats.intervals import bootstrap_counts as _boot_counts
 
     rng = np.random.default_rng(3)
     n = 60

@@ -251,3 +251,41 @@ def test_markup_stays_text_everywhere(driver, world):
     assert vf.HOSTILE_TARGET in driver.execute_script("return document.querySelector('.reference').textContent")
     assert vf.HOSTILE_FOLDER in driver.execute_script("return document.getElementById('crumb').textContent")
     inert(driver)
+
+
+def test_a_label_the_viewer_did_not_take_is_tried_again_and_never_dropped_in_silence(driver, world):
+    """The page tries a label again after a dropped connection and a 503 (a busy viewer) and says so;
+    when the viewer never takes it, the bar says NOT saved (issue 47: labels lost without a word)."""
+    r = rid(world, "nightly/night-2")
+    labels = world["nights"][1] / "labels.jsonl"
+    open_hash(driver, world, f"#/run/{quote(r, safe='')}/item/3")
+    wait(driver, "var s = document.getElementById('item'); return s && document.getElementById('labelbar');")
+    driver.execute_script("""
+      window.__said = []; window.__posts = 0; window.__mode = 'flaky';
+      var real = window.fetch;
+      window.fetch = function (url, opts) {
+        if (opts && opts.method === 'POST') {
+          window.__posts += 1;
+          if (window.__mode === 'down' || window.__posts === 1) return Promise.reject(new TypeError('Failed to fetch'));
+          if (window.__posts === 2) return Promise.resolve(new Response('{"error": "busy"}', {status: 503}));
+        }
+        return real.apply(this, arguments);
+      };
+      var state = document.querySelector('#labelbar .label-state');
+      new MutationObserver(function () { window.__said.push(state.textContent); })
+        .observe(state, {childList: true, characterData: true, subtree: true});
+    """)
+    key(driver, "a")
+    wait(driver, "return document.getElementById('labelbar').getAttribute('data-saved') !== null")
+    said = driver.execute_script("return window.__said")
+    assert any("trying again (1 of 5)" in s for s in said) and any("trying again (2 of 5)" in s for s in said), said
+    assert driver.execute_script("return window.__posts") == 3
+    kept = [json.loads(x) for x in labels.read_text().splitlines()]
+    assert [(d["id"], d["verdict"]) for d in kept] == [("3", "A")]
+
+    driver.execute_script("window.__mode = 'down';")
+    key(driver, "b")
+    wait(driver, "return document.getElementById('labelbar').getAttribute('data-unsaved') === 'B'", timeout=30)
+    state = driver.execute_script("return document.querySelector('#labelbar .label-state').textContent")
+    assert state.startswith("NOT saved: the viewer did not answer") and "label it again" in state
+    assert len(labels.read_text().splitlines()) == 1  # nothing written, and the person was told

@@ -105,6 +105,7 @@ class Backend(ABC):
     or concurrency but must keep the order of the requests and never raise."""
 
     kind: str = "base"  # "openai", "local", ...
+    judge_name: str | None = None  # a named judge's name (a panel's), set by the pool: its messages say it
 
     def __init__(self, model: str):
         self.model = model

@@ -1,10 +1,16 @@
 """A persistent SQLite cache in front of any backend.
 
 Judge calls cost money and time; the same (judge, request) pair must be paid for once. The
-key is sha256 of the judge's signature (minus fields that do not change answers, such as
-concurrency, and minus the server URL: replicas of one model behind several endpoints share the
-cache) and the request's canonical hash. Entries written when the key still held the URL are
-found too (and copied to the new key), so an older cache is never paid for twice. Each successful completion is written the
+key is sha256 of the judge's identity and the request's canonical hash. The identity is the judge's
+signature minus the fields that never change an answer (concurrency, timeouts, price): the weights
+for a judge the tool runs (local, or a vLLM server it starts, on whatever port), and the model name
+*with its server* for an HTTP judge (`base_url`; several replicas of one judge block: their sorted
+URLs), since one model name on two servers may be two different models (two judges of a panel,
+llama.cpp's "default", a fine-tune served under its base model's name). Entries written under older
+keys are found too and copied to the current key, so an older cache is never paid for twice: each
+replica's URL alone, and the model name without the server (the key of the versions before this
+one), unless two judges of the run share that model name on different servers, when nobody can
+tell whose replies those rows are (`separate_namesakes`). Each successful completion is written the
 moment it arrives, so a run killed half-way resumes paying only for the rest. Failures and
 empty replies are never stored: a re-run retries them.
 
@@ -25,19 +31,19 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from .base import Backend, Completion, JudgeRequest, ProgressFn, WrappingBackend
 from .retry import progress_bar
 from ..core.errors import InputError
 
 SCHEMA_VERSION = 1
-# Signature fields that never change what the judge answers; excluded from the key so that
+# Signature fields that never change what the judge answers; excluded from the cache key so that
 # tuning them keeps the cache valid.
-VOLATILE_FIELDS: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device",
-                                     "base_url")
-# The fields the key left out before it left out the server URL (those caches are still read).
-_LEGACY_VOLATILE: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device")
+KEY_VOLATILE: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price", "batch_size", "device")
+# ... and the server URL too: what a judge is taken to be where replicas of one model are one judge
+# (a stored judge check, a benchmark's signature); the cache key keeps the server (module docstring).
+VOLATILE_FIELDS: tuple[str, ...] = (*KEY_VOLATILE, "base_url")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -75,10 +81,37 @@ def _locked(exc: sqlite3.OperationalError) -> bool:
     return "locked" in text or "busy" in text
 
 
-def judge_blob(signature: dict[str, Any], volatile_fields: Sequence[str] = VOLATILE_FIELDS) -> str:
-    """The judge part of a cache key: the signature without the fields that never change answers."""
+def judge_blob(signature: dict[str, Any], volatile_fields: Sequence[str] = KEY_VOLATILE) -> str:
+    """The judge part of a cache key: the signature without the fields that never change answers (a
+    list of replicas' URLs sorted: the same servers in another order are the same judge)."""
     judge = {k: v for k, v in signature.items() if k not in set(volatile_fields)}
+    if isinstance(judge.get("base_url"), list):
+        judge["base_url"] = sorted(judge["base_url"])
     return json.dumps(judge, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def judge_blobs(signature: dict[str, Any]) -> tuple[str, list[str], str | None]:
+    """(the current key's judge blob, the blobs of each replica's URL alone, the model-name-only blob of
+    the versions that left the server out, or None where it is the current one): what a cache reads."""
+    current = judge_blob(signature)
+    urls = signature.get("base_url")
+    replicas = [judge_blob({**signature, "base_url": u}) for u in urls] if isinstance(urls, list) else []
+    model_only = judge_blob(signature, VOLATILE_FIELDS)
+    return current, [b for b in replicas if b != current], (model_only if model_only != current else None)
+
+
+def separate_namesakes(caches: Iterable["CachedBackend"]) -> None:
+    """Judges of one run that share a model name on different servers (a panel's two judges both
+    `model: same`) stop reading the model-name-only rows of older caches: those rows do not say
+    which server wrote them, and read by both they would make one judge's replies the other's."""
+    caches = list(caches)
+    by_name: dict[str, set[str]] = {}
+    for c in caches:
+        if c.model_only is not None:
+            by_name.setdefault(c.model_only, set()).add(c.judge_key_blob)
+    for c in caches:
+        if c.model_only is not None and len(by_name[c.model_only]) > 1:
+            c.read_model_only = False
 
 
 def cache_key(judge: str, request: JudgeRequest) -> str:
@@ -102,8 +135,8 @@ class CachedBackend(WrappingBackend):
     Args:
         inner: the backend that really answers.
         path: the SQLite file (created with its parent folder).
-        volatile_fields: signature keys left out of the cache key (the server URL is: endpoints
-            of one model share the cache; remove "base_url" to key on the server too).
+        volatile_fields: signature keys left out of the cache key (the server URL is kept: see the
+            module docstring).
         chunk_size: for inner backends without `complete_many_indexed`, misses are sent in chunks
             of this size and each chunk is stored as soon as it returns.
         busy_timeout: seconds one statement waits for another process's write to end.
@@ -116,7 +149,7 @@ class CachedBackend(WrappingBackend):
         inner: Backend,
         path: str | Path,
         *,
-        volatile_fields: Sequence[str] = VOLATILE_FIELDS,
+        volatile_fields: Sequence[str] = KEY_VOLATILE,
         chunk_size: int = 16,
         busy_timeout: float = 30.0,
         lock_wait: float = 120.0,
@@ -126,12 +159,12 @@ class CachedBackend(WrappingBackend):
         self.chunk_size = max(1, chunk_size)
         sig = inner.signature()
         self._judge = judge_blob(sig, volatile_fields)
-        # keys of caches written when the URL was part of the key: one per endpoint URL
-        urls = sig.get("base_url") if "base_url" in volatile_fields else None
-        old = {k: v for k, v in sig.items() if k not in _LEGACY_VOLATILE}
-        self._legacy_judges = [json.dumps({**old, "base_url": u}, sort_keys=True, ensure_ascii=False,
-                                          separators=(",", ":"))
-                               for u in ([urls] if isinstance(urls, str) else urls or [])]
+        current, replicas, model_only = judge_blobs(sig)
+        # older keys read (and copied to the current one): each replica's URL alone, and the model name
+        # without its server unless another judge of the run has that name too (separate_namesakes)
+        self._replica_judges = replicas if self._judge == current else []
+        self.model_only = model_only if self._judge == current else None
+        self.read_model_only = self.model_only is not None
         self.hits = 0
         self.misses = 0
         self.lock_wait = lock_wait
@@ -168,8 +201,16 @@ class CachedBackend(WrappingBackend):
             pause = min(pause * 2, 1.0)
 
     # ------------------------------------------------------------------ keys and storage
+    @property
+    def judge_key_blob(self) -> str:
+        """The judge's identity as its cache keys hold it (module docstring)."""
+        return self._judge
+
     def key(self, request: JudgeRequest) -> str:
         return cache_key(self._judge, request)
+
+    def _older_judges(self) -> list[str]:
+        return self._replica_judges + ([self.model_only] if self.read_model_only and self.model_only else [])
 
     @staticmethod
     def _key(judge: str, request_key: str) -> str:
@@ -190,14 +231,15 @@ class CachedBackend(WrappingBackend):
 
     def _lookup(self, keys: Sequence[str], requests: Sequence[JudgeRequest] = ()) -> dict[str, Completion]:
         """Completions stored under `keys`; with `requests` (in the same order), misses are also looked
-        up under the keys of a cache written when the key held the server URL, and copied over."""
+        up under the judge's older keys (`_older_judges`), and copied over."""
         blobs = self._select(keys)
-        if self._legacy_judges and requests and len(blobs) < len(set(keys)):
+        older = self._older_judges()
+        if older and requests and len(blobs) < len(set(keys)):
             legacy: dict[str, tuple[str, JudgeRequest]] = {}
             for k, req in zip(keys, requests):
                 if k not in blobs:
                     rk = req.key()
-                    for judge in self._legacy_judges:
+                    for judge in older:
                         legacy[self._key(judge, rk)] = (k, req)
             for old_key, blob in self._select(list(legacy)).items():
                 k, req = legacy[old_key]

@@ -89,6 +89,7 @@ class EndpointSet:
         self.down_after = down_after
         self.on_unreachable = on_unreachable
         self.unreachable: str | None = None  # set once every endpoint is dropped: why
+        self.label: str | None = None  # the judge's name (a panel's), put before the URL in messages
         self._cond = threading.Condition()
 
     @property
@@ -132,7 +133,7 @@ class EndpointSet:
             if outcome in ("down", "hung"):
                 if e.down == 0:
                     e.down_since = now if started is None else started
-                    log.warning("%s: %s; dropped if this goes on for %gs", e.url, error,
+                    log.warning("%s: %s; dropped if this goes on for %gs", self.where(e), error,
                                 self.down_after if e.reached else self.unreachable_after)
                 e.down += 1
                 e.down_error = error
@@ -156,10 +157,14 @@ class EndpointSet:
                         e.open_until = min(e.open_until, max(now, e.down_since + grace))
                     if len(self.endpoints) > 1:
                         log.warning("endpoint %s set aside for %.0fs after %d failed attempts in a row",
-                                    e.url, e.open_until - now, e.failures)
+                                    self.where(e), e.open_until - now, e.failures)
             self._cond.notify_all()
         if gone is not None and self.on_unreachable is not None:
             self.on_unreachable(gone)
+
+    def where(self, e: Endpoint) -> str:
+        """An endpoint as messages name it: its URL, after its judge's name when the judge has one."""
+        return f"judge {self.label} at {e.url}" if self.label else e.url
 
     def _drop(self, e: Endpoint, now: float) -> str | None:
         """Drop `e` for good (lock held); returns why the judge is unreachable when `e` was the last."""
@@ -169,7 +174,7 @@ class EndpointSet:
         alive = [x for x in self.endpoints if not x.dropped]
         if alive:
             log.warning("endpoint %s dropped for the rest of the run: %s; %d endpoint(s) left",
-                        e.url, e.dropped, len(alive))
+                        self.where(e), e.dropped, len(alive))
             return None
         hint = ("is the server running and answering, and is base_url right?"
                 if not any(x.reached for x in self.endpoints) else "the server stopped answering")

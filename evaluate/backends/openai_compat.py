@@ -28,14 +28,14 @@ import openai
 
 from .base import Backend, BackendError, Completion, JudgeRequest, ProgressFn
 from .endpoints import Endpoint, EndpointSet, RequestPool
-from .options import OPENAI_URL
-from .probe import CONNECT_TIMEOUT, connect_failure
+from .connect import CONNECT_TIMEOUT, connect_failure
 from .retry import JudgeUnreachable, ResultFn, RetryPolicy, call_with_retries, progress_bar
 from ..core.errors import InputError
 from ..core.secrets import scrub_url  # noqa: F401  (re-exported: signatures and reprs show the scrubbed URL)
 
 log = logging.getLogger("evaluate.backends.openai")
 
+OPENAI_URL = "https://api.openai.com/v1"  # where an openai judge with no base_url (nor $OPENAI_BASE_URL) goes
 MAX_TIMEOUT_GROWTH = 8  # a timed-out attempt doubles the next one's timeout, up to 8x the configured one
 
 
@@ -231,6 +231,18 @@ class OpenAICompatBackend(Backend):
     def supports_logprobs(self) -> bool:
         return self._logprobs
 
+    @property
+    def judge_name(self) -> str | None:  # type: ignore[override]
+        return self._endpoints.label
+
+    @judge_name.setter
+    def judge_name(self, name: str | None) -> None:
+        self._endpoints.label = name
+
+    def _who(self) -> str:
+        """What a message about this judge starts with: its name, where it has one (a panel's judges)."""
+        return f"judge {self.judge_name}: " if self.judge_name else ""
+
     def signature(self) -> dict[str, Any]:
         sig: dict[str, Any] = {"backend": self.kind, "model": self.model, "base_url": self.base_url}
         if not self._logprobs:  # replies made without logprobs must not answer requests that want them
@@ -246,7 +258,7 @@ class OpenAICompatBackend(Backend):
         return self._endpoints.unreachable
 
     def _stop_unreachable(self, reason: str) -> None:
-        log.error("%s; not sending the remaining requests", JudgeUnreachable(reason))
+        log.error("%s%s; not sending the remaining requests", self._who(), JudgeUnreachable(reason))
         self._stopped.set()
         self._pool.cancel(str(JudgeUnreachable(reason, sent=False)))
 
@@ -419,7 +431,7 @@ class OpenAICompatBackend(Backend):
             # shown as it happens (WARNING reaches stderr), not only when the item finally fails; failures
             # to connect are said once per endpoint by the EndpointSet, with how long they may go on
             log.log(logging.INFO if getattr(exc, "endpoint_down", False) else logging.WARNING,
-                    "judge retry %d/%d in %.1fs%s: %s", n, self.policy.max_retries, pause,
+                    "%sjudge retry %d/%d in %.1fs%s: %s", self._who(), n, self.policy.max_retries, pause,
                     f" (next timeout {limit[0]:g}s)" if limit[0] != self.timeout else "", exc)
 
         tries = _Tries()
@@ -441,7 +453,7 @@ class OpenAICompatBackend(Backend):
         except BackendError as exc:
             self._count(failures=1)
             if not isinstance(exc, JudgeUnreachable):  # said once, when declared
-                log.warning("request failed for good: %s", exc)
+                log.warning("%srequest failed for good: %s", self._who(), exc)
             raise
 
     def _complete_or_error(self, request: JudgeRequest) -> Completion:

@@ -11,10 +11,13 @@ dataclass of its own that `JudgeOptions` joins:
 - `JudgingOptions`: what is asked of the judge (temperature, logprobs or a parsed reply, battles
   in both orders, reply length, explanations).
 
-Each key also says which backend kinds read it (`kinds`, see kinds.py): the docs list it under
-them, the report's judge panel shows only those of the judge's kind, and a key made for one kind
-(`own`) is refused on another and written to a manifest only for its kind, so the judge block of a
-judge that existed before a kind was added stays as it was.
+The keys declared here are common to the kinds: each is read by every kind, or by the kinds with one
+capability (`when`: `concurrency` by those whose requests travel over HTTP, `base_url` by those whose
+server the user names). The keys of one kind are declared with it (kind_*.py, `Kind.options`) and
+join the engine group here, in the order the kinds are registered (registry.py). Which kinds read a
+key (`readers`) decides what the docs list under them and what the report's judge panel shows; a
+kind's exclusive keys are refused on another kind and written to a manifest only for their kind, so
+the judge block of a judge that existed before a kind was added stays as it was.
 """
 
 from __future__ import annotations
@@ -26,110 +29,78 @@ from urllib.parse import urlsplit
 
 from ..core.options import option
 from ..core.secrets import looks_like_key
-from .kinds import capabilities, get as get_kind, names as kind_names
-
-OPENAI_URL = "https://api.openai.com/v1"  # where an openai judge with no base_url (nor $OPENAI_BASE_URL) goes
+from .kinds import seal
+from .registry import capabilities, get as get_kind, names as kind_names, registered
 
 BackendName = Literal[kind_names()]  # type: ignore[valid-type]  # the registered kinds: "local", "openai", "vllm"
 
 GROUPS = ("transport", "engine", "judging")
-HTTP = ("openai", "vllm")  # the kinds whose requests travel over HTTP
 
 
-def key(default: Any, doc: str, *, kinds: tuple[str, ...] | None = None, own: bool = False, **bounds: Any) -> Any:
-    """An option (core.options.option) read by the backend `kinds` (None: every kind). `own`: made for
-    those kinds alone: refused on another kind and left out of its manifest block."""
+def key(default: Any, doc: str, *, when: str | None = None, **bounds: Any) -> Any:
+    """An option (core.options.option) common to the kinds: read by every kind, or (`when`, the name of a
+    `Capabilities` field) by the kinds with that capability."""
     f: Field = option(default, doc, **bounds)
-    f.metadata = MappingProxyType({**f.metadata, "kinds": kinds, "own": own})
+    f.metadata = MappingProxyType({**f.metadata, "when": when})
     return f
+
+
+def _backend_doc() -> str:
+    shown = [f"{k.name} ({k.doc})" for k in registered()]
+    return ", ".join(shown[:-1]) + " or " + shown[-1] if len(shown) > 1 else "".join(shown)
 
 
 @dataclass
 class TransportOptions:
     """Which backend and model, and how requests reach it."""
 
-    backend: BackendName = key("local", "local (transformers in this process, offline), openai (any OpenAI-compatible "
-                                        "server: OpenAI, vLLM, Ollama, llama.cpp server) or vllm (vLLM's server, "
-                                        "started by the tool for this model and stopped at the end)")
+    backend: BackendName = key("local", _backend_doc())
     model: str = key("Qwen2.5-Coder-1.5B-Instruct", "a packaged model name, a local HF folder or .gguf, or a served "
                                                     "model name (openai); vllm: a packaged name, a folder, a GGUF or "
                                                     "a hub id", nonempty=True)
     base_url: str | list[str] | None = key(None, "server root ending in /v1, e.g. http://127.0.0.1:8000/v1 (openai "
                                                  "backend), or a list of replicas serving the same model",
-                                           kinds=("openai",))
+                                           when="user_server")
     endpoints: list[dict[str, Any]] | None = key(None, "instead of base_url: [{base_url, concurrency}] replicas of the "
-                                                       "same model, each with its own concurrency", kinds=("openai",))
+                                                       "same model, each with its own concurrency", when="user_server")
     endpoint_failures: int = key(5, "several endpoints: failed attempts in a row (connection, timeout, 5xx) that set "
-                                    "one aside", kinds=("openai",), min=1)
+                                    "one aside", when="user_server", min=1)
     endpoint_cooldown: float = key(30.0, "several endpoints: seconds one is set aside (doubling while it keeps "
-                                         "failing)", kinds=("openai",), gt=0)
+                                         "failing)", when="user_server", gt=0)
     api_key_env: str = key("OPENAI_API_KEY", "the environment variable holding the API key (never the key itself)",
-                           kinds=("openai",), nonempty=True)
+                           when="user_server", nonempty=True)
     concurrency: int | None = key(None, "requests in flight (HTTP), for the whole run; per endpoint with several; "
-                                        "null: 8, or 32 for a vllm server (it batches them)", kinds=HTTP, min=1)
+                                        "null: 8, or 32 for a vllm server (it batches them)", when="http", min=1)
     timeout: float | None = key(None, "seconds per HTTP attempt; doubled after each timeout (up to 8x); null: 120, "
                                       "or 600 for a vllm server (a request waits its turn in the batch)",
-                                kinds=HTTP, gt=0)
+                                when="http", gt=0)
     max_retries: int = key(8, "retries of 429/5xx/timeouts/refused connections, exponential backoff with "
-                              "jitter (the default spans ~45 s on average: a server restart)", kinds=HTTP, min=0)
+                              "jitter (the default spans ~45 s on average: a server restart)", when="http", min=0)
     cache: bool | str = key(True, "true: <save_path>/judge_cache.sqlite; a path; false: no cache")
     price: dict[str, float] | None = key(None, "{prompt, completion}: $ per 1M tokens, for the cost in the manifest",
-                                         kinds=HTTP)
+                                         when="http")
     batch: bool = key(False, "openai backend: send the uncached requests as provider batch jobs (/v1/files, "
-                             "/v1/batches; half price, results within 24 h)", kinds=("openai",))
+                             "/v1/batches; half price, results within 24 h)", when="batch_jobs")
     batch_poll: float = key(60.0, "batch jobs: the longest wait between two polls, in seconds (backoff from 1 s)",
-                            kinds=("openai",), gt=0)
+                            when="batch_jobs", gt=0)
 
 
 @dataclass
-class EngineOptions:
-    """How the engine that computes runs: the local backend's, or the vLLM server's the tool starts."""
-
+class _CommonEngineOptions:
     dtype: Literal["auto", "bfloat16", "float16", "float32"] = key(
         "auto", "weights and activations: local: auto (bf16 with AMX, else float32), bfloat16, float32; vllm: auto "
-                "(float32 on a CPU build, else vLLM's own choice), bfloat16, float16, float32", kinds=("local", "vllm"))
-    device: str = key("auto", "local judge: where the model runs: auto (a CUDA GPU when torch sees one, else the CPU), "
-                              "cpu, cuda, cuda:N or mps (the same key as UniEval's and BERTScore's); vllm: the server "
-                              "chooses its own devices", kinds=("local",), nonempty=True)
-    lookahead: int = key(3, "local judge: most tokens drafted per step by prompt-lookup decoding (0: off)",
-                         kinds=("local",), min=0)
-    local_batch_size: int = key(1, "local judge: one-token requests per forward pass (a GPU wants 8-32; "
-                                   "1: one at a time with prefix reuse, faster on a CPU)", kinds=("local",), min=1)
-    local_sequences: int = key(8, "local judge: multi-token requests (explanations, MT-bench judgments, SAGEval, "
-                                  "generation) decoded together, one token each per forward pass (1: one at a time)",
-                               kinds=("local",), min=1, max=256)
-    local_batch_tokens: int = key(16384, "local judge: memory bound of the sequences in flight: rows x padded "
-                                         "tokens of their KV cache (about 57 KB a token for Qwen-1.5B in float32)",
-                                  kinds=("local",), min=256)
-    local_matmul: Literal["auto", "onednn", "default"] = key(
-        "auto", "local judge: kernel of the float32 matrix products: auto (oneDNN for float32 on x86-64: 1.3x one "
-                "sequence, 2x eight at a time on a Zen 3), onednn, or default (torch's own; the earlier numbers)",
-        kinds=("local",))
-    local_pack_weights: Literal["auto", "always", "never"] = key(
-        "auto", "local judge with oneDNN: keep a second copy of the float32 weights in oneDNN's packed layout for "
-                "products of 2+ rows (prompts, drafts, sequences in flight; the same numbers, faster): auto (once "
-                "a call brings 1,024 tokens of decoding budget, if the copy takes at most half the memory "
-                "available and the process with it at most half the machine's), always (at load), never; CPU only",
-        kinds=("local",))
-    tensor_parallel_size: int = key(1, "GPUs one copy of the model is split over (--tensor-parallel-size)",
-                                    kinds=("vllm",), own=True, min=1)
-    data_parallel_size: int = key(1, "copies of the model serving requests side by side (--data-parallel-size)",
-                                  kinds=("vllm",), own=True, min=1)
-    gpu_memory_utilization: float | None = key(None, "share of each GPU's memory the server may take "
-                                                     "(null: vLLM's 0.9)", kinds=("vllm",), own=True, gt=0, max=1)
-    max_model_len: int | None = key(None, "longest prompt + reply in tokens (null: the model's own; 4096 on "
-                                          "a CPU build); a reply is cut to fit", kinds=("vllm",), own=True, min=16)
-    quantization: str | None = key(None, "its --quantization method (awq, gptq, fp8, ...; null: as the "
-                                         "weights are)", kinds=("vllm",), own=True, nonempty=True)
-    enable_prefix_caching: bool | None = key(None, "reuse the KV cache of shared prompt prefixes (null: "
-                                                   "vLLM's default)", kinds=("vllm",), own=True)
-    vllm_args: list[str] = key([], "more server flags, as on its command line, e.g. [\"--max-num-seqs\", "
-                                   "\"64\"]", kinds=("vllm",), own=True)
-    vllm_python: str | None = key(None, "the Python that has vLLM installed (null: $EVAL_VLLM_PYTHON, else "
-                                        "the project's .venv-vllm made by make setup-vllm, else this one)",
-                                  kinds=("vllm",), own=True, nonempty=True)
-    startup_timeout: float = key(600.0, "seconds the server may take to load before the run stops (exit 3)",
-                                 kinds=("vllm",), own=True, gt=0)
+                "(float32 on a CPU build, else vLLM's own choice), bfloat16, float16, float32", when="loads_weights")
+
+
+# the engine group: the common engine keys, then each registered kind's own keys in registration order
+# (the dataclass fields of bases come first, the last base's first)
+EngineOptions = dataclass(type("EngineOptions", (*[k.options for k in reversed(registered()) if k.options],
+                                                 _CommonEngineOptions),
+                               {"__module__": __name__, "__qualname__": "EngineOptions",
+                                "__doc__": "How the engine that computes runs: the keys each kind alone reads (the "
+                                           "local backend's, the vLLM server's the tool starts) and those they share."}))
+# which kind declared each of the kinds' own keys
+OWNER = {f.name: k.name for k in registered() if k.options for f in fields(k.options)}
 
 
 @dataclass
@@ -153,7 +124,7 @@ MANIFEST_ORDER = ("backend", "model", "base_url", "endpoints", "endpoint_failure
 
 
 @dataclass
-class JudgeOptions(JudgingOptions, EngineOptions, TransportOptions):
+class JudgeOptions(JudgingOptions, EngineOptions, TransportOptions):  # type: ignore[misc, valid-type]
     """The whole `judge:` block: the three groups' keys side by side (flat, as in the YAML)."""
 
     def __post_init__(self) -> None:
@@ -178,16 +149,15 @@ class JudgeOptions(JudgingOptions, EngineOptions, TransportOptions):
 
     def as_block(self) -> dict[str, Any]:
         """The block as a manifest writes it, in the order of manifests written before the groups: the keys
-        this kind reads (local and openai: every key but those `own` by another kind, as their blocks
+        this kind reads (local and openai: every key but the exclusive ones of another kind, as their blocks
         always listed them)."""
         known = {f.name: f for f in fields(self)}
         order = [k for k in MANIFEST_ORDER if k in known] + [k for k in known if k not in MANIFEST_ORDER]
         every = get_kind(self.backend).block_lists_all if self.backend in kind_names() else True
         out: dict[str, Any] = {}
         for k in order:
-            meta = known[k].metadata
-            kinds = meta.get("kinds")
-            if kinds is not None and self.backend not in kinds and (meta.get("own") or not every):
+            who = readers(k)
+            if who is not None and self.backend not in who and (_exclusive(k) or not every):
                 continue
             value = getattr(self, k)
             out[k] = list(value) if isinstance(value, list) else dict(value) if isinstance(value, dict) else value
@@ -244,24 +214,65 @@ class JudgeOptions(JudgingOptions, EngineOptions, TransportOptions):
         if self.batch and self.cache is False:
             out.append(("batch", "batch jobs are recorded in the judge cache so that a killed run resumes them; "
                                  "keep judge.cache on"))
-        if self.backend == "local":  # where this process loads the model: a device that is not there stops at load
-            from ..models.device import device_problem
-
-            if (bad := device_problem(self.device)):
-                out.append(("device", bad))
+        if self.backend in kind_names():  # its own checks, where the common ones stand (local: the device)
+            out.extend(get_kind(self.backend).problems(self))
         if looks_like_key(self.api_key_env):
             out.append(("api_key_env", "this looks like an API key, not the name of an environment variable; put the "
                                        "key in a variable (e.g. export OPENAI_API_KEY=...) and name the variable here "
                                        "(the value is not shown)"))
         for f in fields(self):
-            kinds = f.metadata.get("kinds")
-            if f.metadata.get("own") and self.backend not in kinds and getattr(self, f.name) != _default(f):
-                out.append((f.name, f"read by backend {' or '.join(kinds)} only; this block's backend is "
-                                    f"{self.backend}"))
+            owner = OWNER.get(f.name)
+            if owner and owner != self.backend and _exclusive(f.name) and getattr(self, f.name) != _default(f):
+                out.append((f.name, f"read by backend {owner} only; this block's backend is {self.backend}"))
         if not out:
-            out.extend(get_kind(self.backend).problems(self))
+            out.extend(get_kind(self.backend).problems_when_sound(self))
         return out
+
+
+seal("the judge: block was built from the kinds (evaluate.backends.options)")
 
 
 def _default(f: Field) -> Any:
     return f.default_factory() if callable(f.default_factory) else f.default  # type: ignore[misc]
+
+
+def _exclusive(name: str) -> bool:
+    """Whether key `name` belongs to one kind alone (refused on another kind, left out of its block)."""
+    return name in OWNER and get_kind(OWNER[name]).exclusive
+
+
+def readers(name: str) -> tuple[str, ...] | None:
+    """The kinds that read key `name`, in registration order; None: every kind (or not a key)."""
+    if name in OWNER:
+        return (OWNER[name],)
+    f = next((f for f in fields(JudgeOptions) if f.name == name), None)
+    when = f.metadata.get("when") if f is not None else None
+    if when is None:
+        return None
+    return tuple(k.name for k in registered() if getattr(k.capabilities, when))
+
+
+def reads(kind: str, key: str) -> bool:
+    """Whether backend `kind` reads option `key` (a key that is not an option, from an older or newer
+    version's manifest, counts as read, but for a key another kind retired)."""
+    if not any(f.name == key for f in fields(JudgeOptions)):
+        return not any(key in k.retired for k in registered() if k.name != kind)
+    who = readers(key)
+    return who is None or kind in who
+
+
+def shown_options(block: dict[str, Any]) -> dict[str, Any]:
+    """A judge block (a manifest's `judge`) without the keys its kind does not read, nor those
+    that do not apply (batch_poll without batch jobs, base_url beside endpoints, the endpoints'
+    settings without endpoints): what the report's judge panel shows."""
+    kind = str(block.get("backend", "local"))
+    if kind not in kind_names():
+        return dict(block)
+    drop = {k for k in block if k != "backend" and not reads(kind, k)}
+    if not block.get("batch"):
+        drop.add("batch_poll")
+    if block.get("endpoints"):
+        drop.add("base_url")
+    else:
+        drop.update(("endpoints", "endpoint_failures", "endpoint_cooldown"))
+    return {k: v for k, v in block.items() if k not in drop}

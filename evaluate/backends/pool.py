@@ -84,6 +84,13 @@ class MeteredBackend(WrappingBackend):
         return getattr(self.inner, name)
 
 
+def _name(backend: Backend | None, name: str) -> None:
+    """Give every layer of a judge (cache, probe, the backend itself) its name, for their messages."""
+    while isinstance(backend, Backend):
+        backend.judge_name = name
+        backend = backend.__dict__.get("inner")
+
+
 class JudgePool:
     """The run's judges, keyed on the full judge configuration; opened lazily, closed by `close`."""
 
@@ -92,6 +99,7 @@ class JudgePool:
         self._server_log = server_log
         self._backends: dict[tuple, Backend] = {}
         self._meters: dict[tuple[tuple, str], MeteredBackend] = {}
+        self._names: dict[tuple, str] = {}  # a named judge's pool key -> its name (the first given)
         self._lock = threading.Lock()
 
     @staticmethod
@@ -102,13 +110,27 @@ class JudgePool:
         key = self.key(opts, cache_path)
         with self._lock:
             if key not in self._backends:
-                self._backends[key] = open_backend(opts, cache_path, self._api_key, self._server_log)
+                self._keep(key, open_backend(opts, cache_path, self._api_key, self._server_log))
             return self._backends[key]
 
-    def for_family(self, family: str, opts: JudgeOptions, cache_path: Path | None) -> MeteredBackend:
+    def _keep(self, key: tuple, backend: Backend) -> None:
+        """A judge opened for the run (under the pool's lock): two judges that share a model name on
+        different servers no longer read the cache rows keyed on the model name alone (cache.py)."""
+        from .cache import CachedBackend, separate_namesakes
+
+        self._backends[key] = backend
+        separate_namesakes(b for b in self._backends.values() if isinstance(b, CachedBackend))
+
+    def for_family(self, family: str, opts: JudgeOptions, cache_path: Path | None,
+                   judge: str | None = None) -> MeteredBackend:
+        """The judge `opts` describe, metered for `family`; `judge`: its name (a panel's judge), which every
+        message about it then says."""
         backend = self.backend(opts, cache_path)
         key = (self.key(opts, cache_path), family)
         with self._lock:
+            if judge is not None:
+                self._names.setdefault(key[0], judge)
+                _name(backend, self._names[key[0]])
             if key not in self._meters:
                 self._meters[key] = MeteredBackend(backend, opts.price)
             return self._meters[key]

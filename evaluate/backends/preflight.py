@@ -16,12 +16,11 @@ from typing import Any, Sequence
 def loads_weights(opts: Any) -> bool:
     """Whether `opts.model` is read on this machine, by this process or a server it starts (a packaged
     name, a folder or a .gguf on disk, or a hub id)."""
-    from .kinds import capabilities
+    from .registry import capabilities
 
     if getattr(opts, "backend", None) is None:
         return False
-    caps = capabilities(opts)
-    return caps.in_process or caps.starts_server
+    return capabilities(opts).loads_weights
 
 
 def check_model(opts: Any, bases: Sequence[Path | None], where: str) -> None:

@@ -7,16 +7,12 @@ refused (401/403: which variable holds it, never the key), or the model is not s
 names that are). Only when /models is not offered (404/405), or does not list the model, does it
 send one 1-token chat completion. A local judge has nothing to probe.
 
-`connect_failure` is shared with the HTTP backend: it tells a failure to *connect* (which more
-retries will not fix for minutes) from a failure after a connection was made (which they may).
+Whether a failure was one to connect: connect.py (shared with the HTTP backend).
 """
 
 from __future__ import annotations
 
-import errno
 import os
-import socket
-import ssl
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -25,46 +21,14 @@ from urllib.parse import urlsplit
 
 import openai
 
-from .options import OPENAI_URL, JudgeOptions
-from .kinds import capabilities
+from .connect import CONNECT_TIMEOUT, connect_failure
+from .openai_compat import OPENAI_URL
+from .options import JudgeOptions
+from .registry import capabilities
 from .retry import UNREACHABLE, JudgeUnreachable  # noqa: F401  (exported: the runner stops on these)
 from ..core.secrets import scrub_url, scrub_words
 
-CONNECT_TIMEOUT = 10.0  # seconds for the TCP and TLS handshake; a live server answers it in milliseconds
 MAX_MODELS_SHOWN = 20
-
-
-def _chain(exc: BaseException) -> list[BaseException]:
-    out: list[BaseException] = []
-    e: BaseException | None = exc
-    while e is not None and e not in out and len(out) < 12:
-        out.append(e)
-        e = e.__cause__ or e.__context__
-    return out
-
-
-def connect_failure(exc: BaseException, connect_timeout: float | None = None) -> str | None:
-    """What kept a connection from being made (refused, DNS, TLS, no route, handshake timed out),
-    or None when a connection was made and the failure came later (reset, hang-up, read timeout)."""
-    chain = _chain(exc)
-    names = {type(e).__name__ for e in chain}
-    if "ConnectTimeout" in names:
-        after = f" after {connect_timeout:g}s" if connect_timeout else ""
-        return (f"connect timed out{after} (no answer to the TCP handshake: the host is down, a firewall drops "
-                f"the packets, or the server's accept queue is full)")
-    raw = [e for e in chain if isinstance(e, OSError)]
-    if "ConnectError" not in names and not any(isinstance(e, (ConnectionRefusedError, socket.gaierror)) for e in raw):
-        return None
-    for e in raw:
-        if isinstance(e, ConnectionRefusedError):
-            return "connection refused (nothing listens on that port)"
-        if isinstance(e, socket.gaierror):
-            return f"DNS lookup failed ({e.strerror or e})"
-        if isinstance(e, ssl.SSLError):
-            return f"TLS handshake failed ({e.reason or e}; is it an http:// server behind an https:// URL?)"
-        if e.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH):
-            return f"no route to host ({e.strerror or e})"
-    return f"cannot connect ({raw[-1] if raw else chain[-1]})"
 
 
 @dataclass

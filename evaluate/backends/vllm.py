@@ -24,14 +24,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..core.errors import InputError
 from .base import Backend, Completion, JudgeRequest, ProgressFn
 from .retry import JudgeUnreachable, ResultFn
-from .vllm_engine import Engine, Install, check_install, engine, vllm_python
 from .server_watchdog import GRACE
+from .vllm_engine import Engine, Install, check_install, engine, looked_at, vllm_python
 from .vllm_server import ManagedServer, ServerFailed, ServerSpec, acquire, release
 
 if TYPE_CHECKING:
     from .kinds import ServerLog
     from .openai_compat import OpenAICompatBackend
-    from .options import JudgeOptions
 
 DOWN_AFTER = 2.0  # seconds of refused connections after which a server that answered before is dead
 
@@ -40,14 +39,14 @@ class VllmBackend(Backend):
     """A model served by a vLLM server the tool starts (see the module docstring).
 
     Args:
-        opts: the block (model, engine keys, concurrency, timeout, max_retries, price).
+        opts: the block (`JudgeOptions`: model, engine keys, concurrency, timeout, max_retries, price).
         server_log: opens the file the server's output goes to (the save path's logs/vllm-NAME.log);
             None: a temporary file, named when the server starts.
     """
 
     kind = "vllm"
 
-    def __init__(self, opts: "JudgeOptions", server_log: "ServerLog | None" = None):
+    def __init__(self, opts: Any, server_log: "ServerLog | None" = None):
         super().__init__(opts.model)
         self.opts = opts
         self._server_log = server_log
@@ -68,7 +67,7 @@ class VllmBackend(Backend):
 
     def install(self) -> Install:
         if self._install is None:
-            self._install = check_install(vllm_python(self.opts))
+            self._install = check_install(vllm_python(self.opts), looked_at(self.opts))
         return self._install
 
     def resolved(self) -> Any:
@@ -137,6 +136,7 @@ class VllmBackend(Backend):
                     spec.served_name, base_url=server.url, api_key="EMPTY", concurrency=self.opts.concurrency,
                     timeout=self.opts.timeout, max_retries=self.opts.max_retries, price=self.opts.price,
                     unreachable_after=DOWN_AFTER, down_after=DOWN_AFTER)
+                self._client.judge_name = self.judge_name  # its messages name the judge as this one's do
                 return self._client
 
     def _open_client(self, *args: Any, **kwargs: Any) -> "OpenAICompatBackend":

@@ -16,16 +16,12 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..core.errors import InputError
 
-if TYPE_CHECKING:
-    from .options import JudgeOptions
-
-REPO = Path(__file__).resolve().parents[2]
-VENV_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 PYTHON_ENV = "EVAL_VLLM_PYTHON"
+VENV = ".venv-vllm"  # looked for in the working directory: where `make setup-vllm` makes it in a checkout
 SETUP = "make setup-vllm"
 CPU_KVCACHE_GIB = "2"  # VLLM_CPU_KVCACHE_SPACE when the environment does not set it
 CPU_MAX_MODEL_LEN = 4096
@@ -38,10 +34,26 @@ KEYED_FLAGS = {"--dtype": "dtype", "--max-model-len": "max_model_len", "--tensor
                "--no-enable-prefix-caching": "enable_prefix_caching"}  # flags that are keys of the block
 
 
+def _venv_python() -> Path:
+    return Path.cwd() / VENV / "bin" / "python"
+
+
 def vllm_python(opts: Any) -> str:
-    """The interpreter that runs the server (not resolved through symlinks: a venv's python is one)."""
-    chosen = opts.vllm_python or os.environ.get(PYTHON_ENV) or (str(VENV_PYTHON) if VENV_PYTHON.exists() else None)
+    """The interpreter that runs the server: the block's `vllm_python`, else $EVAL_VLLM_PYTHON, else
+    .venv-vllm/bin/python in the working directory, else this one. Never a path beside the package's own
+    files: installed, they are in site-packages, where no .venv-vllm is. Not resolved through symlinks (a
+    venv's python is one)."""
+    venv = _venv_python()
+    chosen = opts.vllm_python or os.environ.get(PYTHON_ENV) or (str(venv) if venv.exists() else None)
     return os.path.abspath(os.path.expanduser(chosen)) if chosen else sys.executable
+
+
+def looked_at(opts: Any) -> str:
+    """Where `vllm_python` looked, in its order: for the message that says vLLM was not found."""
+    env, venv = os.environ.get(PYTHON_ENV), _venv_python()
+    return (f"looked at vllm_python ({opts.vllm_python or 'not set'}), ${PYTHON_ENV} ({env or 'not set'}) and "
+            f"{venv.parent.parent} in the working directory ({'there' if venv.exists() else 'none'}), then this "
+            f"interpreter")
 
 
 @dataclass(frozen=True)
@@ -68,14 +80,14 @@ _INSTALLS: dict[str, Install] = {}
 _INSTALLS_LOCK = threading.Lock()
 
 
-def check_install(python: str) -> Install:
+def check_install(python: str, looked: str = "") -> Install:
     """What vLLM `python` has (found without importing it: an import takes 20 s); InputError naming the
-    interpreter and `make setup-vllm` when it has none."""
+    interpreter, where it was looked for (`looked`, from `looked_at`) and `make setup-vllm` when it has none."""
     with _INSTALLS_LOCK:
         if python in _INSTALLS:
             return _INSTALLS[python]
-    how = (f"install it with `{SETUP}` (into {VENV_PYTHON.parent.parent}), or name an interpreter that has it in "
-           f"vllm_python or ${PYTHON_ENV}")
+    how = (f"{looked + '; ' if looked else ''}install it with `{SETUP}` in the project's checkout (it makes {VENV} "
+           f"there: run from that folder), or name an interpreter that has it in vllm_python or ${PYTHON_ENV}")
     if not os.path.exists(python):
         raise InputError(f"{python}: no such interpreter for the vllm server; {how}")
     try:
@@ -93,7 +105,7 @@ def check_install(python: str) -> Install:
     return install
 
 
-def problems(opts: "JudgeOptions") -> list[tuple[str, str]]:
+def problems(opts: Any) -> list[tuple[str, str]]:
     """The checks of a vllm block beyond the types (exit 2 when the config loads)."""
     out: list[tuple[str, str]] = []
     for key in ("base_url", "endpoints"):
@@ -110,7 +122,7 @@ def problems(opts: "JudgeOptions") -> list[tuple[str, str]]:
                                            "(the tool reads it: the signature, the CPU defaults, replies cut to fit)"))
     if not out:
         try:
-            check_install(vllm_python(opts))
+            check_install(vllm_python(opts), looked_at(opts))
         except InputError as exc:
             out.append(("vllm_python", str(exc)))
     return out
@@ -126,7 +138,7 @@ class Engine:
     env: tuple[tuple[str, str], ...]
 
 
-def engine(opts: "JudgeOptions", install: Install) -> Engine:
+def engine(opts: Any, install: Install) -> Engine:
     """The server's flags and environment for these options on this vLLM build."""
     dtype = "float32" if opts.dtype == "auto" and install.cpu else opts.dtype
     flags: list[str] = [] if dtype == "auto" else ["--dtype", dtype]

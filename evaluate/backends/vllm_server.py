@@ -371,9 +371,4 @@ def hold() -> Iterator[None]:
             stop_all()
 
 
-def running() -> list[ManagedServer]:
-    with _LOCK:
-        return [e.server for e in _SERVERS.values()]
-
-
 atexit.register(stop_all)

@@ -12,6 +12,7 @@ from ..backends.registry import capabilities
 from ..core.errors import InputError
 from ..families import family_names
 from ..pipeline.config import AnswerFile, RunConfig, load_config, parse_config, refuse_panel, single_judges
+from ..track.options import check_installed, with_flags
 from .common import EXIT_CODES, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_OK, EXIT_RUN_ERRORS, Parser, run_errors, worst
 
 
@@ -70,6 +71,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "the ids left out (the config key `missing`)")
     p.add_argument("--probe", action="store_true", help="with --dry-run: also ask the judge's endpoints whether "
                    "they answer (free: GET /models); exit 3 when none does")
+    p.add_argument("--track", action="append", choices=("mlflow", "wandb"), metavar="mlflow|wandb",
+                   help="after the run, send it to this tracker (repeatable): the config's track: block's options "
+                        "where it has one, else the defaults (MLflow's tracking URI; W&B offline); a tracker that "
+                        "refuses is a warning, the run's files and exit code are kept (docs/tracking.md)")
     p.add_argument("--no-charts", action="store_true", help="do not draw charts")
     p.add_argument("--judge-check", type=int, metavar="N", help="first run the label-free judge check "
                    "(`eval.py judge-check`, N sanity pairs per corruption) on each config that lists GPT metrics, "
@@ -111,13 +116,14 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
         if len(names) != len(args.answer_file_list):
             raise InputError(f"--model_name_list has {len(names)} names for {len(args.answer_file_list)} "
                              "--answer_file_list files; give one name per file")
-        cfg.answers = [AnswerFile(name=n, path=Path(p)) for n, p in zip(names, args.answer_file_list)]
+        cfg.answers = [AnswerFile(name=n, path=Path(p), default_name=not args.model_name_list)  # a harness's
+                       for n, p in zip(names, args.answer_file_list)]  # file names its model unless named here
     elif args.model_name_list:
         if len(args.model_name_list) != len(cfg.answers):
             raise InputError(f"--model_name_list has {len(args.model_name_list)} names for the config's "
                              f"{len(cfg.answers)} answer files")
         for a, n in zip(cfg.answers, args.model_name_list):
-            a.name = n
+            a.name, a.default_name = n, False
     if args.target_file:
         cfg.target_file = Path(args.target_file)
     if args.save_path:
@@ -135,7 +141,9 @@ def config_from_args(args: argparse.Namespace, config_file: str | None = None) -
         cfg.judge.model = args.gpt_model
     if args.openai_key:
         cfg.openai_key = args.openai_key  # a panel's: every openai judge's key (each names its api_key_env)
-        if cfg.panel is None and "backend" not in (cfg.raw.get("judge") or {}):
+        block = cfg.raw.get("judge") or {}
+        block = block[0] if isinstance(block, list) and len(block) == 1 else block  # a list of one judge
+        if cfg.panel is None and isinstance(block, dict) and "backend" not in block:
             cfg.judge.backend = "openai"
     if args.gpt_with_reference:
         cfg.gpt_with_reference = True
@@ -229,6 +237,8 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
                     print(r.line())
                 if down:  # the stable start of the line (backends.retry.UNREACHABLE), then which judge of a panel
                     return EXIT_RUN_ERRORS, f"judge unreachable: {f'{name}: ' if name else ''}{down}"
+        for name, opts in with_flags(cfg.track, args.track).items():
+            print(f"track: after the run, to {name} ({', '.join(f'{k}={v}' for k, v in vars(opts).items() if v)})")
         print("dry run: configuration, answer files and prompts are valid; nothing was scored")
         return EXIT_OK, ""
     check_code = EXIT_OK
@@ -264,6 +274,10 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
                 codes.append((EXIT_FAIL_UNDER, failure_reason(results)))
     code, why = worst(codes)
     status = status_word(code, manifest["status"])
+    if outcome.view is not None and (trackers := with_flags(cfg.track, args.track)):
+        from ..track.send import track
+
+        track(cfg.save_path, trackers, status=status, warn=lambda line: print(line, file=sys.stderr))
     print(f"status: {status}")
     if ci_files is not None:
         ci_files.add(str(cfg.source or cfg.save_path), outcome.view, results, code, why, status,
@@ -314,6 +328,8 @@ def main(argv: list[str]) -> int:
         raise InputError("--probe goes with --dry-run (a run probes its judge before its first paid request anyway)")
     families = select_families(_families_arg(args.only), _families_arg(args.skip))
     configs = configs_from_args(args)
+    for cfg in configs:  # a tracker's package missing: exit 2 before any work, naming the extra
+        check_installed(with_flags(cfg.track, args.track))
     if args.judge_check is not None and args.judge_check < 1:
         raise InputError(f"--judge-check: expected a positive number of pairs per corruption, got {args.judge_check}")
     if (args.export_requests or args.import_results) and len(configs) > 1:

@@ -75,10 +75,6 @@ class Record:
     turns: tuple[Turn, ...] = ()
 
     @property
-    def is_conversation(self) -> bool:
-        return bool(self.turns)
-
-    @property
     def question(self) -> str:
         """The question as a judge sees it: instruction, then the input on its own line if any.
         For a conversation: the last user turn (the message `output` replies to)."""

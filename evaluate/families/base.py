@@ -100,7 +100,8 @@ class Context:
         """The run's judge, metered for this family (its calls, tokens and cost reach the manifest)."""
         if self.judges is None:
             raise RuntimeError(f"{self.family}: no judge pool in this context")
-        return self.judges.for_family(self.family, self.cfg.judge, judge_cache_path(self.cfg))
+        return self.judges.for_family(self.family, self.cfg.judge, judge_cache_path(self.cfg),
+                                      judge=getattr(self.cfg, "judge_name", None))
 
 
 class Family:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.base import Backend, JudgeRequest, estimate_tokens
-from ..backends.cache import cache_key, judge_blob
+from ..backends.cache import cache_key, judge_blobs
 from ..backends.retry import progress_bar
 from .formats import Question, QuestionFile, default_temperature
 
@@ -169,7 +169,8 @@ def walk(qf: QuestionFile, opts: Any, signature: dict[str, Any], cache: Path | N
     conn = None
     if cache is not None and Path(cache).is_file():
         conn = sqlite3.connect(f"file:{Path(cache).resolve()}?mode=ro", uri=True)
-    judge = judge_blob(signature)
+    judge, replicas, model_only = judge_blobs(signature)
+    older = replicas + ([model_only] if model_only else [])  # what CachedBackend reads too
     try:
         for q in qf.questions:
             history: list[str] | None = []
@@ -178,8 +179,11 @@ def walk(qf: QuestionFile, opts: Any, signature: dict[str, Any], cache: Path | N
                 if history is not None:
                     req = build_request(opts, qf.kind, q, history)
                     key = cache_key(judge, req)
-                    row = conn.execute("SELECT completion FROM completions WHERE key = ?",
-                                       (key,)).fetchone() if conn is not None else None
+                    row = None
+                    for k in ([key] + [cache_key(j, req) for j in older]) if conn is not None else []:
+                        row = conn.execute("SELECT completion FROM completions WHERE key = ?", (k,)).fetchone()
+                        if row is not None:
+                            break
                     if row is not None:
                         est.cached += 1
                         history.append(json.loads(row[0]).get("text", ""))

@@ -90,13 +90,14 @@ def shown_side(item: dict[str, Any]) -> str:
 
 def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
                  log: Callable[[str], None]) -> dict[str, Any]:
-    from ..pipeline.answers import load_answer_sets
+    from ..harness.entries import expand
+    from ..pipeline.answers import load_entries
     from ..judges.configured import battle_judge, rating_judge
 
     if not cfg.answers:
         raise InputError(f"{cfg.source}: no answer files (`answers:`): the label-free check judges the run's own "
                          "records; list them, or give --data FILE.jsonl for a check with labels")
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file, cfg.missing)
+    sets = load_entries(expand(cfg.answers), cfg.target_file, cfg.missing)
     metrics = {cat: list(entry.get("GPT") or []) for cat, entry in cfg.categories.items() if entry.get("GPT")}
     used = {r.category for r in sets[0].records}
     cats = [c for c in metrics if c in used]

@@ -8,7 +8,7 @@ with_reference=False) -> BattleResult``
     every pair of models, all requests in one batched judge call.
 ``BattleResult.summary()`` / ``.to_dict()``; ``.signature`` says how it was made.
 The win rate's interval is ``evaluate.stats.intervals.wilson_interval`` (None when nothing was decided).
-Rank more than two models with ``evaluate.stats.bradley_terry.rank(results)``.
+Rank more than two models with ``battle_summary.battle_ranking(results, outputs)`` (evaluate.stats.bradley_terry).
 
 How an item is decided
 ----------------------

@@ -29,7 +29,8 @@ def battle_ranking(results, outputs: dict[str, dict[str, str]], *, resamples: in
     raw and controlled for length and markdown style (headers, list items, bold) as Chatbot Arena and
     Arena-Hard do, side by side from the same bootstrap over questions at one level (95%), with whether
     the top model is clearly first. None when fewer than two verdicts were decided."""
-    from ..stats.battle import OUTCOME, STYLE_FEATURES, bradley_terry, style_features
+    from ..stats.battle import OUTCOME, STYLE_FEATURES, style_features
+    from ..stats.bradley_terry import bradley_terry
 
     battles, groups = [], []
     for res in results:

@@ -62,7 +62,7 @@ def member_backend(ctx: Any, name: str, opts: Any):
     if ctx.judges is None:
         raise RuntimeError(f"{ctx.family}: no judge pool in this context")
     return ctx.judges.for_family(f"{ctx.family}@{name}", opts, cache_file(opts.cache, ctx.cfg.save_path,
-                                                                           ctx.cfg.resolve))
+                                                                           ctx.cfg.resolve), judge=name)
 
 
 def battle_judge(ctx: Any):

@@ -66,14 +66,20 @@ class PanelConfig:
     def names(self) -> list[str]:
         return [m.name for m in self.members]
 
+    @property
+    def alone(self) -> PanelMember | None:
+        """The one judge of a list of one (run as that judge, under its name), else None."""
+        return self.members[0] if len(self.members) == 1 else None
+
 
 def parse_panel(judges: list[Any], panel: Any, secret_keys: tuple[str, ...]) -> tuple[PanelConfig | None, list[str]]:
     """A list `judge:` and the `panel:` block (None: defaults) -> (PanelConfig, problems with key paths).
-    `secret_keys`: keys refused in a judge block (an API key is read from the environment only)."""
+    `secret_keys`: keys refused in a judge block (an API key is read from the environment only). A list
+    of one judge is parsed as any other (a first step to a panel, what a config generator writes): the
+    run config takes it as that judge alone (`PanelConfig.alone`)."""
     problems: list[str] = []
-    if len(judges) < 2:
-        what = "an empty list" if not judges else "a list of one judge"
-        problems.append(f"judge: {what}; a panel needs two judge blocks or more, each with a name; for one "
+    if not judges:
+        problems.append("judge: an empty list; a panel needs two judge blocks or more, each with a name; for one "
                         "judge write the block itself as a mapping (judge: {backend: ..., model: ...})")
     members: list[PanelMember] = []
     seen: dict[str, int] = {}

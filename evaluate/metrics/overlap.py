@@ -44,11 +44,6 @@ def _prf(pred: Counter, n_pred: int, ref: Counter, n_ref: int) -> tuple[float, f
     return p, r, 2 * p * r / (p + r)
 
 
-def overlap(pred: Sequence[str], ref: Sequence[str]) -> Overlap:
-    """Bag-of-tokens precision/recall/F1 of one prediction against one reference."""
-    return Overlap(*_prf(Counter(pred), len(pred), Counter(ref), len(ref)))
-
-
 def score_chunk(language: str, items: Sequence[MetricInput]) -> list[Overlap]:
     """Best-F1 reference per item. Reference bags are memoised within the chunk: answers to
     the same question share their references, which are then counted once."""

@@ -326,8 +326,16 @@ def _list(ids: list[str]) -> str:
     return shown + (f" and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else "")
 
 
-def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None,
-                     missing: str = "refuse") -> list[AnswerSet]:
+def load_entries(entries: list[Any], target_file: Path | None, missing: str = "refuse") -> list[AnswerSet]:
+    """The config's `answers:` entries loaded: another harness's output as its reader's records
+    (evaluate.harness; the entries expanded there, one per model), else this tool's own records."""
+    from ..harness.entries import records_for
+
+    return load_answer_sets([(a.name, a.path, records_for(a)) for a in entries], target_file, missing)
+
+
+def load_answer_sets(answers: list[tuple[str, Path]] | list[tuple[str, Path, list[Record] | None]],
+                     target_file: Path | None, missing: str = "refuse") -> list[AnswerSet]:
     """Load each model's answers and merge the targets in, checking the files agree.
 
     The target file (when given) is the source of the references; ids and categories must agree
@@ -341,12 +349,12 @@ def load_answer_sets(answers: list[tuple[str, Path]], target_file: Path | None,
         targets = {r.id: r for r in load_records(target_file, need_output=False)}
     sets: list[AnswerSet] = []
     problems: list[str] = []
-    names = [n for n, _ in answers]
+    names = [entry[0] for entry in answers]
     dup_names = [n for n, c in Counter(names).items() if c > 1]
     if dup_names:
         raise InputError(f"model names must be unique; repeated: {', '.join(dup_names)}")
-    for name, path in answers:
-        records = load_records(path)
+    for name, path, *read in answers:  # a third element: the records a harness's reader gave (None: read here)
+        records = read[0] if read and read[0] is not None else load_records(path)
         if targets is not None:
             ids = {r.id for r in records}
             missing_here = [i for i in targets if i not in ids]

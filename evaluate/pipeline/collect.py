@@ -98,7 +98,7 @@ class _RecordingPool(JudgePool):
                 cache.price = opts.price  # a panel's estimate prices each judge's requests at its own price
                 cache.in_process = capabilities(opts).in_process  # its time is estimated from its measured speed
                 self.caches.append(cache)
-                self._backends[key] = cache
+                self._keep(key, cache)
             return self._backends[key]
 
 

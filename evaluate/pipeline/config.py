@@ -17,6 +17,8 @@ unchanged. This project adds, all optional:
     RepEval / SAGEval lists in a category entry, and top-level `repeval` / `sageval` settings.
     primary:      [GPT/correctness, Metrics/ROUGE-L]   the confirmatory scores of every pair of models
     summary_scores: [GPT/correctness]                  the scores of the closing lines (default: primary)
+    track:        mlflow | [mlflow, wandb] | {mlflow: {uri, experiment}, wandb: {project, mode, dir}}   (evaluate.track)
+    answers[].format: colossalai | inspect | lm-eval | promptfoo   another harness's output (evaluate.harness)
 
 Relative paths inside a config file are resolved against the file's folder; paths given on the
 command line are resolved against the current directory.
@@ -50,11 +52,12 @@ from ..families import FAMILY_REGISTRY, Context, family_names, get_family
 from ..families.gpt import CATEGORY_KEYS, check_cascade
 from ..families.metrics import check_metric_options, resolve_option_paths
 from ..judges.panel_config import PanelConfig, parse_panel
+from ..track.options import parse_track
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
     "judge", "gpt_with_reference", "metric_options", "battle", "limit", "max_invalid_share", "primary",
-    "summary_scores", "missing", "panel",
+    "summary_scores", "missing", "panel", "track",
 )
 MISSING = ("refuse", "common")  # `missing:` what a model without an answer for some items does to the run
 
@@ -76,6 +79,13 @@ class AnswerFile:
     # (resolved) or its block inline, and the questions to ask (None: the target file, else the first file)
     generate: Path | dict[str, Any] | None = None
     questions: Path | None = None
+    # another harness's output (evaluate.harness): `format:` as written (else detected when the run reads the
+    # file), the model it holds that this entry is (a promptfoo file holds several), and whether `name:` was
+    # left out (the file names the model)
+    format: str | None = None
+    format_given: bool = False
+    model: str | None = None
+    default_name: bool = False
 
 
 JudgeConfig = JudgeOptions  # the `judge:` block (evaluate.backends.options)
@@ -95,6 +105,7 @@ class RunConfig:
     evaluation_prompt: Path | None = None
     judge: JudgeConfig = field(default_factory=JudgeConfig)  # a panel's: its first judge's (one-judge paths)
     panel: PanelConfig | None = None  # `judge:` as a list of named judges (evaluate.judges.panel_config)
+    judge_name: str | None = None  # `judge:` as a list of one named judge: that judge alone, under its name
     gpt_with_reference: bool | str = "auto"  # "auto", True or False (evaluate.judges.references)
     cascade: dict[str, dict[str, str]] = field(default_factory=dict)  # category -> GPT metric -> rule check
     metric_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -108,6 +119,7 @@ class RunConfig:
     summary_scores: list[str] | None = None  # scores of the closing lines; None: the primary scores
     missing: str = "refuse"  # an item some model did not answer: refuse the run, or score the common items
     force: bool = False  # --force: replace a fuller run's results with a --limit run's, or mix item sets
+    track: dict[str, Any] = field(default_factory=dict)  # tracker -> its options (evaluate.track); not in the hash
     openai_key: str | None = field(default=None, repr=False)  # from --openai_key; never written anywhere
 
     @property
@@ -124,7 +136,9 @@ class RunConfig:
                          for c, fams in self.categories.items()},
             "answers": [{"name": a.name, "path": str(a.path),
                          **({"generate": str(a.generate) if isinstance(a.generate, Path) else "(inline model block)"}
-                            if a.generate is not None else {})} for a in self.answers],
+                            if a.generate is not None else {}),
+                         **{k: getattr(a, k) for k in ("format", "model") if getattr(a, k) is not None}}
+                        for a in self.answers],
             "target_file": str(self.target_file) if self.target_file else None,
             "save_path": str(self.save_path),
             "prompts": {
@@ -176,14 +190,14 @@ def judge_shown(cfg: "RunConfig") -> dict[str, Any] | list[dict[str, Any]]:
     """The `judge:` block as manifests and the plan show it: one judge's scrubbed block, or a panel's
     list of them, each with its name."""
     if cfg.panel is None:
-        return scrubbed_judge(cfg.judge)
+        return {"name": cfg.judge_name, **scrubbed_judge(cfg.judge)} if cfg.judge_name else scrubbed_judge(cfg.judge)
     return [{"name": m.name, **scrubbed_judge(m.options)} for m in cfg.panel.members]
 
 
 def judge_blocks(cfg: "RunConfig") -> list[tuple[str, JudgeOptions]]:
     """(key path, options) of every judge of the run: `judge` alone, or `judge[i]` of a panel."""
     if cfg.panel is None:
-        return [("judge", cfg.judge)]
+        return [("judge[0]" if cfg.judge_name else "judge", cfg.judge)]
     return [(f"judge[{i}]", m.options) for i, m in enumerate(cfg.panel.members)]
 
 
@@ -276,6 +290,18 @@ def _generated_entry(chk: _Checker, item: dict[str, Any], where: str, base: Path
                                   questions=_resolve(base, questions) if questions else None))
 
 
+def _answer_format(chk: _Checker, value: Any, where: str) -> str | None:
+    """`answers[i].format`: a name of evaluate.harness's FORMATS (did-you-mean), as its canonical name."""
+    from ..harness.entries import FORMATS
+
+    if value is None or not chk.expect(value, str, where, f"one of {', '.join(FORMATS.names())}"):
+        return None
+    if value not in FORMATS:
+        chk.problems.append(FORMATS.unknown_message(value, where))
+        return None
+    return FORMATS.canonical(value)
+
+
 def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
     """Check the shape of a parsed config and build a RunConfig. Raises ConfigError listing every problem."""
     src = str(source) if source else "config"
@@ -343,8 +369,11 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
                 item = {"path": item}
             if not chk.expect(item, dict, where, "a mapping {name, path}"):
                 continue
-            chk.unknown_keys(item, ("name", "path", "generate", "questions"), where)
+            chk.unknown_keys(item, ("name", "path", "generate", "questions", "format"), where)
             if item.get("generate") is not None:
+                if "format" in item:
+                    chk.problems.append(f"{where}.format: goes with path: (the format of an answer file); a "
+                                        "generated entry's answers are this tool's own records")
                 _generated_entry(chk, item, where, base, cfg)
                 continue
             if "questions" in item:
@@ -352,9 +381,11 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
             path = item.get("path")
             if not chk.expect(path, str, f"{where}.path", "a path string"):
                 continue
+            fmt = _answer_format(chk, item.get("format"), f"{where}.format")
             name = item.get("name") or Path(path).stem
             if chk.expect(name, str, f"{where}.name", "a model name string"):
-                cfg.answers.append(AnswerFile(name=name, path=_resolve(base, path)))
+                cfg.answers.append(AnswerFile(name=name, path=_resolve(base, path), format=fmt,
+                                              format_given=fmt is not None, default_name=not item.get("name")))
 
     for key in ("target_file", "save_path"):
         value = raw.get(key)
@@ -376,6 +407,8 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         chk.problems.extend(problems)
         if cfg.panel is not None:
             cfg.judge = cfg.panel.members[0].options
+            if cfg.panel.alone is not None:  # a list of one: that judge, run as one judge under its name
+                cfg.judge_name, cfg.panel = cfg.panel.alone.name, None
     elif raw.get("panel") is not None:
         chk.problems.append("panel: goes with a panel of judges: write judge: as a list of judge blocks, each with "
                             "a name (judge: [{name: a, backend: ..., model: ...}, {name: b, ...}]), or leave panel "
@@ -438,6 +471,9 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
     if value is not None and chk.expect(value, dict, "metric_options", "a mapping METRIC -> {option: value}"):
         cfg.metric_options = value = resolve_option_paths(value, lambda v: _resolve(base, v))
         chk.problems.extend(check_metric_options(value, cfg.language))
+
+    cfg.track, problems = parse_track(raw.get("track"), "track", lambda v: _resolve(base, v))
+    chk.problems.extend(problems)
 
     for fam in family_names():  # each family's block, checked against its Options dataclass
         cls = FAMILY_REGISTRY._items[fam]

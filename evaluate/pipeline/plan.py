@@ -11,7 +11,7 @@ from typing import Any
 from ..core.errors import ConfigError, InputError
 from ..families import Context, Family, family_names, get_family
 from .answers import AnswerSet
-from .config import RunConfig, judge_shown
+from .config import RunConfig, check_model_names, judge_shown
 
 
 @dataclass
@@ -264,16 +264,20 @@ class Prepared:
 def load_inputs(cfg: RunConfig, families: list[str]) -> Prepared:
     """The answer files (limited to `limit`, this `--shard`'s part) and the plan. Raises
     InputError/ConfigError on bad input; nothing is loaded or paid for."""
-    from .answers import load_answer_sets
+    from ..harness.entries import describe, expand
+    from .answers import load_entries
     from .shard import apply_shard
 
     if not cfg.answers:
         raise InputError("no answer files: list them under `answers:` in the config or pass --answer_file_list")
-    sets = load_answer_sets([(a.name, a.path) for a in cfg.answers], cfg.target_file, cfg.missing)
+    cfg.answers = expand(cfg.answers)  # another harness's file: one entry per model it holds, named by it
+    check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
+    sets = load_entries(cfg.answers, cfg.target_file, cfg.missing)
     if cfg.limit:
         limit_records(sets, cfg.limit)
     apply_shard(sets, getattr(cfg, "shard", None))
     contexts: dict[str, Context] = {}
     plan, fam_objs = build_plan(cfg, sets, families, contexts)
+    plan.notes[:0] = [{"text": line, "scores": []} for line in describe(cfg.answers)]
     return Prepared(cfg, sets, plan, fam_objs, contexts)
 

@@ -29,7 +29,7 @@ from ..savepath.write import server_logs
 from .answers import AnswerSet, missing_lines
 from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
-from .config import (RunConfig, check_judge_model, check_model_names, judge_blocks, judge_reachability,
+from .config import (RunConfig, check_judge_model, judge_blocks, judge_reachability,
                      resolve_score_names)
 from .gates import known_of
 from .item_sets import check_item_sets
@@ -42,8 +42,6 @@ from .schedule import UnitScheduler
 def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     """Answer files, plan and every name checked (`load_inputs` and the run's checks). Raises
     InputError/ConfigError on bad input."""
-    if cfg.answers:  # none: load_inputs says so
-        check_model_names([a.name for a in cfg.answers], str(cfg.source or "config"))
     prep = load_inputs(cfg, families)
     resolve_score_names(cfg, known_of(prep.plan, [s.name for s in prep.sets]).scores)
     check_output_dir(cfg.save_path, "save_path", layout.RUN_FOLDERS)
@@ -55,7 +53,8 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
 
 
 def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], None] | None = None) -> dict[str, Any]:
-    """The plan and, for an HTTP or priced judge, the requests, tokens and cost; nothing is scored.
+    """The plan and, for an HTTP, priced or local judge, the requests, tokens and cost (a local judge's time from
+    its measured speed); nothing is scored.
     `check(prepared)`: more checks of the input (the gates' names) before the estimate."""
     prep = prepare(cfg, families)
     if check is not None:
@@ -146,7 +145,9 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
         if cfg.judge.batch:  # the whole run's judge requests as one batch job per round
             prefetch_batches(prep, judges, log=log)
         tally = _score_units(cfg, plan, fam_objs, contexts, sets, save, scheduler, manifest, log, judges.unreachable)
-        manifest["invalid"] = {f: {"valid": v, "invalid": i} for f, (v, i) in tally.counts.items()}
+        manifest["invalid"] = {f: {"valid": v, "invalid": i, **({"judges": tally.judge_counts(f)}
+                                                                if tally.judge_counts(f) else {})}
+                               for f, (v, i) in tally.counts.items()}
         manifest["invalid_total"] = dict(zip(("valid", "invalid"), tally.totals()))
         manifest["errors"].extend(tally.failures(cfg.max_invalid_share))  # the judge-failure contract: exit 3
         for line in tally.lines():
@@ -204,13 +205,25 @@ def _battle_counts(save: SaveDir, tally: InvalidTally) -> None:
     for data in save.battles.values():
         s = data.get("summary") or {}
         valid = int(s.get("wins") or 0) + int(s.get("ties") or 0) + int(s.get("losses") or 0)
-        reasons: dict[str, int] = {}
-        for item in data.get("items") or []:
-            if item.get("verdict") == "invalid":
-                bad = next((o for o in item.get("orders") or [] if o.get("verdict") == "invalid"), {})
-                why = bad.get("reason") or f"unparsable reply: {str(bad.get('raw') or '')[:80]!r}"
-                reasons[why] = reasons.get(why, 0) + 1
+        reasons = _invalid_reasons([it for it in data.get("items") or [] if it.get("verdict") == "invalid"])
         tally.add_counts("GPT battles", valid, int(s.get("invalid") or 0), reasons)
+        for judge, own in ((data.get("panel") or {}).get("judges") or {}).items():  # a panel's: each judge's own
+            js = own.get("summary") or {}
+            mine = [it for it in own.get("items") or [] if it.get("verdict") == "invalid"]
+            tally.add_counts("GPT battles", sum(int(js.get(k) or 0) for k in ("wins", "ties", "losses")),
+                             int(js.get("invalid") or 0), _invalid_reasons(mine), judge=judge)
+
+
+def _invalid_reasons(items: list[dict[str, Any]]) -> dict[str, int]:
+    """Why battle items are invalid: each item's first invalid order's reason, counted (a panel's item has
+    no orders of its own: "no judge of the panel gave a verdict")."""
+    reasons: dict[str, int] = {}
+    for item in items:
+        bad = next((o for o in item.get("orders") or [] if o.get("verdict") == "invalid"), None)
+        why = ("no judge of the panel gave a verdict" if bad is None and "judges" in item
+               else (bad or {}).get("reason") or f"unparsable reply: {str((bad or {}).get('raw') or '')[:80]!r}")
+        reasons[why] = reasons.get(why, 0) + 1
+    return reasons
 
 
 def _score_units(cfg: RunConfig, plan: Plan, fam_objs: dict[str, Family], contexts: dict[str, Context],
@@ -248,7 +261,7 @@ def _score_units(cfg: RunConfig, plan: Plan, fam_objs: dict[str, Family], contex
                                        "traceback": "".join(traceback.format_exception(exc, limit=5))})
             log(f"error: {s.name} / {cat} / {fam}: {type(exc).__name__}: {exc}")
         else:
-            tally.add(fam, out.items)
+            tally.add(fam, out.items, cfg.panel.names if getattr(cfg, "panel", None) is not None else ())
             save.add(s.name, fam, cat, recs, out.items, with_scale(out.signatures, fam_objs[fam]), out.corpus)
             log(f"{s.name} / {cat} / {fam}: {len(recs)} items in {secs:.1f}s")
         if (why := unreachable()) is not None:

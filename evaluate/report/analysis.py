@@ -117,7 +117,9 @@ def judge_check_shown(data: RunLog) -> dict[str, Any] | None:
 
 
 def judge_warnings(data: RunLog) -> list[str]:
-    """Plain reasons not to trust the judge; empty when nothing is known to be wrong."""
+    """Plain reasons not to trust the judge; empty when nothing is known to be wrong. A panel inherits
+    its judges' warnings: each judge's own battle summary is read as a single judge's is (position bias,
+    ties, invalid verdicts), the judge named, beside what the panel's own verdicts show."""
     out: list[str] = []
     jc = judge_check_shown(data)
     if jc is not None and jc.get("trustworthy") is False:
@@ -125,25 +127,36 @@ def judge_warnings(data: RunLog) -> list[str]:
                                              or "the judge is not trustworthy"))
     for bt in data.battles:
         s = bt.get("summary") or {}
-        name = f"{s.get('model_a')} vs {s.get('model_b')}"
-        items = s.get("items") or 0
-        decided = (s.get("wins") or 0) + (s.get("ties") or 0) + (s.get("losses") or 0)
-        if items >= MIN_ITEMS_FOR_BIAS and finite(s.get("invalid")) and s["invalid"] / items > INVALID_SHARE_WARN:
-            out.append(f"battle {name}: {s['invalid']} of {items} verdicts invalid ({pct(s['invalid'] / items)})")
-        if decided >= MIN_ITEMS_FOR_BIAS and (s.get("ties") or 0) / decided >= TIE_SHARE_WARN:
-            weighted = s.get("weighted")
-            extra = (" (the probability-weighted verdicts do separate the models; read those)"
-                     if weighted and weighted.get("items") and weighted.get("ties", 0) / weighted["items"] < 0.5 else "")
-            out.append(f"battle {name}: {s['ties']} of {decided} verdicts are ties "
-                       f"({pct(s['ties'] / decided)}), mostly orders that disagree{extra}")
-        if (s.get("both_orders_valid") or 0) >= MIN_ITEMS_FOR_BIAS and finite(s.get("flip_rate")) \
-                and s["flip_rate"] >= FLIP_RATE_WARN:
-            out.append(f"battle {name}: the winner reverses with the order on {pct(s['flip_rate'])} of items "
-                       "(position bias)")
-        fp = s.get("first_position_win_rate")
-        if decided >= MIN_ITEMS_FOR_BIAS and finite(fp) and not FIRST_POSITION_WARN[0] <= fp <= FIRST_POSITION_WARN[1]:
-            out.append(f"battle {name}: the answer shown first wins {pct(fp)} of single-order verdicts "
-                       "(0.5 is unbiased)")
+        pair = f"{s.get('model_a')} vs {s.get('model_b')}"
+        out += _battle_warnings(pair, s)
+        for judge, own in ((bt.get("panel") or {}).get("judges") or {}).items():
+            if isinstance(own, dict):
+                out += _battle_warnings(f"{pair}, judge {judge}", own.get("summary") or {})
+    return out
+
+
+def _battle_warnings(name: str, s: dict[str, Any]) -> list[str]:
+    """The warnings one battle summary gives (a judge's, or a panel's whose per-order fields are None)."""
+    out: list[str] = []
+    items = s.get("items") or 0
+    decided = (s.get("wins") or 0) + (s.get("ties") or 0) + (s.get("losses") or 0)
+    if items >= MIN_ITEMS_FOR_BIAS and finite(s.get("invalid")) and s["invalid"] / items > INVALID_SHARE_WARN:
+        out.append(f"battle {name}: {s['invalid']} of {items} verdicts invalid ({pct(s['invalid'] / items)})")
+    if decided >= MIN_ITEMS_FOR_BIAS and (s.get("ties") or 0) / decided >= TIE_SHARE_WARN:
+        weighted = s.get("weighted")
+        extra = (" (the probability-weighted verdicts do separate the models; read those)"
+                 if weighted and weighted.get("items") and weighted.get("ties", 0) / weighted["items"] < 0.5 else "")
+        why = "the judges split or called it even" if s.get("panel") else "mostly orders that disagree"
+        out.append(f"battle {name}: {s['ties']} of {decided} verdicts are ties "
+                   f"({pct(s['ties'] / decided)}), {why}{extra}")
+    if (s.get("both_orders_valid") or 0) >= MIN_ITEMS_FOR_BIAS and finite(s.get("flip_rate")) \
+            and s["flip_rate"] >= FLIP_RATE_WARN:
+        out.append(f"battle {name}: the winner reverses with the order on {pct(s['flip_rate'])} of items "
+                   "(position bias)")
+    fp = s.get("first_position_win_rate")
+    if decided >= MIN_ITEMS_FOR_BIAS and finite(fp) and not FIRST_POSITION_WARN[0] <= fp <= FIRST_POSITION_WARN[1]:
+        out.append(f"battle {name}: the answer shown first wins {pct(fp)} of single-order verdicts "
+                   "(0.5 is unbiased)")
     return out
 
 

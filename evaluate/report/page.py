@@ -272,9 +272,30 @@ def judge_panel(data: RunLog) -> dict[str, Any]:
     else:
         config = readable_settings(judge_options_shown(cfg_judge))
     return {"used": used, "config": config if used else None, "panel": panel_agreement(data),
+            "members": panel_members(data),
             "signatures": {k: readable_settings(v) for k, v in sigs.items()},
             "check": check, "check_detail": _check_detail(check), "unchecked": unchecked,
             "biases": biases, "invalid": invalid_reasons(data)}
+
+
+def panel_members(data: RunLog) -> list[dict[str, Any]]:
+    """Each judge of a panel from the manifest: its requests and how many failed (its meters
+    `<family>@<judge>`), its scores and battle verdicts valid and invalid (`invalid.<family>.judges`)."""
+    manifest = data.manifest or {}
+    out: dict[str, dict[str, Any]] = {}
+    for fam, u in (manifest.get("usage") or {}).items():
+        _, at, judge = str(fam).partition("@")
+        if at and isinstance(u, dict):
+            row = out.setdefault(judge, {"name": judge, "requests": 0, "failures": 0})
+            row["requests"] += int(u.get("requests") or 0)
+            row["failures"] += int(u.get("failures") or 0)
+    for fam, v in (manifest.get("invalid") or {}).items():
+        for judge, c in ((v.get("judges") if isinstance(v, dict) else None) or {}).items():
+            row = out.setdefault(judge, {"name": judge, "requests": None, "failures": None})
+            part = "battles" if fam.endswith(" battles") else "scores"
+            row[f"{part}_valid"] = (row.get(f"{part}_valid") or 0) + int(c.get("valid") or 0)
+            row[f"{part}_invalid"] = (row.get(f"{part}_invalid") or 0) + int(c.get("invalid") or 0)
+    return list(out.values())
 
 
 def _pairs_text(pairs: Any) -> str:
@@ -330,7 +351,7 @@ def judge_options_shown(cfg: Any) -> dict[str, Any] | None:
     each backend kind declares the keys it reads (evaluate/backends/registry.py)."""
     if not isinstance(cfg, dict):
         return None
-    from ..backends.registry import shown_options
+    from ..backends.options import shown_options
 
     return shown_options(cfg)
 

@@ -191,8 +191,10 @@ def _battle_side(data: RunLog, a: str, b: str) -> dict[str, Any] | None:
         ci = [1 - ci[1], 1 - ci[0]] if ci else ci
         lc = 1 - lc if finite(lc) else lc
         lc_ci = [1 - lc_ci[1], 1 - lc_ci[0]] if lc_ci else lc_ci
+    judges = {n: j.get("summary") or {} for n, j in ((bt.get("panel") or {}).get("judges") or {}).items()
+              if isinstance(j, dict)}
     return {"wr": wr, "ci": ci, "lc": lc, "lc_ci": lc_ci, "summary": s, "benchmark": bt.get("benchmark"),
-            "swapped": swapped}
+            "swapped": swapped, "judges": judges}
 
 
 def _battle_verdict(side: dict[str, Any] | None) -> str | None:
@@ -282,6 +284,9 @@ def _battle_lines(side: dict[str, Any] | None, a: str, width: int) -> list[str]:
     text = (f"  battle: win rate of {a} {num(wr, 2)} {iv(ci)}, length-controlled {num(lc, 2)} {iv(lc_ci)}"
             if finite(lc) else f"  battle: win rate of {a} {num(wr, 2)} {iv(ci)}")
     text += f"; {s.get('invalid', 0)} of {s.get('items', '?')} invalid"
+    if side.get("judges"):  # a panel: each judge's own invalid verdicts (the panel's count only items none decided)
+        text += " (per judge: " + ", ".join(f"{n} {js.get('invalid', 0)} of {js.get('items', '?')}"
+                                            for n, js in side["judges"].items()) + ")"
     lines = _wrap(text + " (ties half, 95%)", width, "    ")
     cal = s.get("calibrated")
     if isinstance(cal, dict) and finite(cal.get("win_rate")):
@@ -422,9 +427,17 @@ def _run_lines(manifest: dict[str, Any] | None, width: int, keys: Sequence[str] 
     inv = manifest.get("invalid") or {}
     if inv:
         parts = [f"{fam} {v.get('invalid', 0)} of {v.get('valid', 0) + v.get('invalid', 0)}"
-                 for fam, v in inv.items() if isinstance(v, dict)]
+                 + _per_judge_invalid(v.get("judges")) for fam, v in inv.items() if isinstance(v, dict)]
         lines += _wrap("invalid scores: " + ", ".join(parts), width)
     return lines
+
+
+def _per_judge_invalid(judges: Any) -> str:
+    """` (judge a 0 of 12, judge b 12 of 12)`: a panel's judges' own invalid counts in one family."""
+    if not isinstance(judges, dict) or not judges:
+        return ""
+    return " (" + ", ".join(f"judge {j} {c.get('invalid', 0)} of {c.get('valid', 0) + c.get('invalid', 0)}"
+                            for j, c in judges.items() if isinstance(c, dict)) + ")"
 
 
 def _not_scored_lines(data: RunLog, width: int) -> list[str]:

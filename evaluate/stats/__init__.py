@@ -5,10 +5,11 @@
 - ``mcnemar``: paired pass/fail outcomes (rule checks): McNemar's exact test and its dual exact interval.
 - ``family``: the multiple-comparison family of one pair of models and verdicts read off their intervals.
 - ``scales``: the (low, high) scale of a score from its signature.
-- ``bradley_terry``: the Bradley-Terry ranking of several models from their battles.
+- ``bradley_terry``: the one Bradley-Terry (logistic) fit, and the ranking of several models from their
+  battles; the run's ranking, the battle files' style control, length control and Arena-Hard's scores use it.
 - ``agreement``: Cohen's and Fleiss' kappa, Krippendorff's alpha, pairwise correlation, effective raters.
-- ``battle``: battle verdicts controlled for length and style (LC win rate, style-controlled
-  Bradley-Terry) and the judge's biases (position, order flips, length).
+- ``battle``: battle verdicts controlled for length and style (LC win rate, style features) and the
+  judge's biases (position, order flips, length).
 
 Only numpy / scipy here: these modules know numbers, not result files (``evaluate.pipeline``
 reads and writes those).

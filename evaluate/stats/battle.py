@@ -5,18 +5,12 @@ mixes those preferences with answer quality; these estimates take them out where
 
 - ``length_controlled_win_rate``: AlpacaEval 2's length control. A logistic model
   P(A wins) = sigmoid(theta + beta * tanh((len_a - len_b) / sd)) (sd: standard deviation of the
-  length differences of the data) fitted by penalised maximum likelihood (Newton, L2 penalty
-  ``L2`` on both coefficients: only there to keep an all-wins data set finite). Ties are
-  half-weighted 1 and 0 observations (a soft label of 0.5). LC win rate = sigmoid(theta), the
-  prediction at equal lengths; percentile bootstrap interval over items (level stated).
-- ``bradley_terry``: Chatbot Arena / Arena-Hard style control. Logistic regression of the verdict
-  on model indicator differences (+1 for A, -1 for B; no intercept), raw and with style features
-  as normalised differences (a - b) / (a + b), standardised. Ratings on the Elo scale
-  1000 + 400 / ln 10 * coefficient, mean-centred (the average model is 1000). Raw and controlled
-  from the same bootstrap resamples at one level (95% by default), over questions when the battles
-  name theirs (every verdict on a question travels together), else over battles. A model is
-  "clearly first" only when, in those resamples, its rating minus every other model's has an
-  interval above 0.
+  length differences of the data) fitted by penalised maximum likelihood (the one logistic fit of
+  bradley_terry.py: Newton, L2 penalty ``L2`` on both coefficients, only there to keep an all-wins
+  data set finite). Ties are half-weighted 1 and 0 observations (a soft label of 0.5). LC win rate =
+  sigmoid(theta), the prediction at equal lengths; percentile bootstrap interval over items (level stated).
+- ``style_features`` of an answer, which the Bradley-Terry ratings (bradley_terry.py: Chatbot Arena /
+  Arena-Hard style control) control for.
 - ``judge_bias``: P(first position wins), order flip rate, P(longer answer wins), invalid rate.
 - ``battle_analysis``: all of the above for one ``battles/<a>__vs__<b>.json``, per category and overall.
 
@@ -27,17 +21,15 @@ and controlled numbers are reported side by side for that reason.
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy.special import expit  # the logistic function without exp's overflow warning at large |z|
 
-from .intervals import MIN_INTERVAL_N, percentile_interval, wilson_interval
+from .bradley_terry import L2, bradley_terry, fit_logistic, fit_logistic_many
+from .intervals import MIN_INTERVAL_N, bootstrap_counts, percentile_interval, wilson_interval
 
-L2 = 1e-3
-ELO_BASE, ELO_SCALE = 1000.0, 400.0 / math.log(10)
 STYLE_FEATURES = ("length", "headers", "list_items", "bold")
 _WORD = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]|[^\W\u3400-\u9fff\uf900-\ufaff]+")
 _HEADER = re.compile(r"^\s{0,3}#{1,6}\s+\S", re.M)
@@ -46,81 +38,8 @@ _BOLD = re.compile(r"\*\*[^*\n]+\*\*|__[^_\n]+__")
 OUTCOME = {"A": 1.0, "tie": 0.5, "B": 0.0}
 
 
-# --- the logistic fit ---------------------------------------------------------------------------
-def fit_logistic(x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, *, l2: float = L2,
-                 init: np.ndarray | None = None, max_iter: int = 100, tol: float = 1e-9) -> np.ndarray:
-    """Coefficients w minimising sum_i weight_i * logloss(y_i, sigmoid(x_i . w)) + l2 / 2 * |w|^2.
-
-    y may be fractional (a tie is y = 0.5). Newton's method with step halving: the objective is
-    strictly convex (l2 > 0), so this converges in a few steps from zero or from a nearby fit.
-    """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    w8 = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=float)
-    coef = np.zeros(x.shape[1]) if init is None else np.array(init, dtype=float)
-
-    def loss(c: np.ndarray) -> float:
-        z = x @ c
-        return float(np.sum(w8 * (np.logaddexp(0.0, z) - y * z)) + 0.5 * l2 * c @ c)
-
-    current = loss(coef)
-    for _ in range(max_iter):
-        p = expit(x @ coef)
-        grad = x.T @ (w8 * (p - y)) + l2 * coef
-        hess = x.T @ (x * (w8 * p * (1 - p))[:, None]) + l2 * np.eye(x.shape[1])
-        step = np.linalg.solve(hess, grad)
-        t = 1.0
-        while True:
-            cand = coef - t * step
-            value = loss(cand)
-            if value <= current + 1e-12 or t < 1e-10:
-                break
-            t /= 2
-        coef, current = cand, value
-        if np.max(np.abs(t * step)) < tol:
-            break
-    return coef
-
-
-def fit_logistic_many(x: np.ndarray, y: np.ndarray, weights: np.ndarray, *, l2: float = L2,
-                      init: np.ndarray | None = None, max_iter: int = 50, tol: float = 1e-9) -> np.ndarray:
-    """`fit_logistic` for many weight vectors at once (one row of `weights` per bootstrap resample):
-    Newton steps on all of them together, in chunks that keep resamples x items under ~2M numbers.
-    A resample that has not converged (rare: the objective is strictly convex and the start is the
-    full fit) is fitted again alone with step halving, so the result equals the one-by-one fits."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    weights = np.atleast_2d(np.asarray(weights, dtype=float))
-    n_res, k = weights.shape[0], x.shape[1]
-    start = np.zeros(k) if init is None else np.asarray(init, dtype=float)
-    out = np.empty((n_res, k))
-    step_rows = max(1, 2_000_000 // max(1, len(y)))
-    for lo in range(0, n_res, step_rows):
-        w8 = weights[lo:lo + step_rows]
-        coef = np.tile(start, (len(w8), 1))
-        for _ in range(max_iter):
-            p = expit(coef @ x.T)
-            grad = (w8 * (p - y)) @ x + l2 * coef
-            curv = w8 * p * (1 - p)
-            hess = np.stack([(curv * x[:, i]) @ x for i in range(k)], axis=1) + l2 * np.eye(k)
-            step = np.linalg.solve(hess, grad[..., None])[..., 0]
-            coef = coef - step
-            if np.max(np.abs(step)) < tol:
-                break
-        p = expit(coef @ x.T)
-        grad = (w8 * (p - y)) @ x + l2 * coef
-        bad = ~np.isfinite(coef).all(axis=1) | (np.abs(grad).max(axis=1) > 1e-6 * (1.0 + w8.sum(axis=1)))
-        for b in np.flatnonzero(bad):
-            coef[b] = fit_logistic(x, y, w8[b], l2=l2, init=start)
-        out[lo:lo + len(w8)] = coef
-    return out
-
-
 def _sigmoid(z: float) -> float:
     return float(expit(z))
-
-
-def _boot_counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
-    """Bootstrap resamples as multiplicity weights (resample i uses item j counts[i, j] times)."""
-    return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(float)
 
 
 # --- length-controlled win rate -----------------------------------------------------------------
@@ -162,142 +81,19 @@ def length_controlled_win_rate(outcomes: Sequence[float], len_a: Sequence[float]
     if n < MIN_INTERVAL_N:
         out["interval_note"] = f"too few items (n = {n} < {MIN_INTERVAL_N}) for a bootstrap interval"
     elif resamples > 0:
-        counts = _boot_counts(np.random.default_rng(seed), n, resamples)
+        counts = bootstrap_counts(np.random.default_rng(seed), n, resamples)
         lc = expit(fit_logistic_many(x, y, counts, init=coef)[:, 0])
         out["lc_interval"] = list(percentile_interval(lc, level))
     return out
 
 
-# --- style features and Bradley-Terry -------------------------------------------------------------
+# --- style features -----------------------------------------------------------------------------
 def style_features(text: str) -> dict[str, int]:
     """Arena's style features of one answer: length in words (a CJK character counts as one),
     markdown headers, list items, bold spans."""
     text = text or ""
     return {"length": len(_WORD.findall(text)), "headers": len(_HEADER.findall(text)),
             "list_items": len(_LIST.findall(text)), "bold": len(_BOLD.findall(text))}
-
-
-def _ratings(coef: np.ndarray, k: int) -> np.ndarray:
-    """Model coefficients (the first model fixed at 0) -> mean-centred Elo-scale ratings."""
-    c = np.concatenate([[0.0], coef[: k - 1]])
-    return ELO_BASE + ELO_SCALE * (c - c.mean())
-
-
-def _table(models: list[str], ratings: np.ndarray, boots: np.ndarray | None, level: float) -> dict[str, dict[str, Any]]:
-    order = np.argsort(-ratings, kind="stable")
-    rank = {int(i): r for r, i in enumerate(order, 1)}
-    out = {}
-    for i, m in enumerate(models):
-        iv = list(percentile_interval(boots[:, i], level)) if boots is not None and len(boots) else None
-        out[m] = {"rating": float(ratings[i]), "interval": iv, "rank": rank[i]}
-    return out
-
-
-def first_place(models: list[str], ratings: np.ndarray, boots: np.ndarray | None, level: float,
-                why_none: str = "no resamples") -> dict[str, Any]:
-    """Is the top-rated model clearly first? Yes only when the `level` percentile interval of its rating
-    minus each other model's, over the same resamples, lies above 0; otherwise the models it cannot be
-    told apart from are named."""
-    top = int(np.argmax(ratings))
-    out: dict[str, Any] = {"model": models[top], "clearly": False, "tied_with": [], "margins": {}}
-    if boots is None or not len(boots):
-        out["text"] = f"{models[top]} rated highest; not shown to be first ({why_none})"
-        return out
-    for j, m in enumerate(models):
-        if j == top:
-            continue
-        lo, hi = percentile_interval(boots[:, top] - boots[:, j], level)
-        out["margins"][m] = {"difference": float(ratings[top] - ratings[j]), "interval": [lo, hi]}
-        if lo <= 0:
-            out["tied_with"].append(m)
-    out["clearly"] = not out["tied_with"]
-    out["text"] = (f"{models[top]} clearly first ({level:.0%} intervals of its margin over every other model "
-                   "exclude 0)" if out["clearly"] else
-                   f"no model is clearly first: {models[top]} rated highest, not distinguishable from "
-                   + ", ".join(out["tied_with"]))
-    return out
-
-
-def bradley_terry(battles: Sequence[tuple[str, str, float, Mapping[str, float] | None, Mapping[str, float] | None]],
-                  *, features: Sequence[str] | None = None, resamples: int = 200, seed: int = 0,
-                  level: float = 0.95, groups: Sequence[str] | None = None) -> dict[str, Any]:
-    """Raw and style-controlled Bradley-Terry ratings from (model_a, model_b, outcome, feat_a, feat_b).
-
-    features: style feature names to control for; None = every name in the first battle's
-    feat_a (no feature dicts: raw only). A feature with no variation is left out and reported.
-    groups: the question of each battle; the bootstrap then resamples questions, so the verdicts of
-    several pairs on one question stay together. Both tables use the same resamples and `level`.
-    """
-    if not battles:
-        raise ValueError("bradley_terry: no battles")
-    models = sorted({str(m) for a, b, *_ in battles for m in (a, b)})
-    if len(models) < 2:
-        raise ValueError("bradley_terry: needs battles between at least two models")
-    pos = {m: i for i, m in enumerate(models)}
-    k, n = len(models), len(battles)
-    y = np.array([float(o) for _, _, o, *_ in battles])
-    xm = np.zeros((n, k))
-    for r, (a, b, *_) in enumerate(battles):
-        xm[r, pos[str(a)]] += 1.0
-        xm[r, pos[str(b)]] -= 1.0
-    xm = xm[:, 1:]  # the first model is the reference (0); ratings are mean-centred afterwards
-    if features is None:
-        first = battles[0][3]
-        features = list(first) if first else []
-    used, dropped, cols = [], [], []
-    for f in features:
-        fa = np.array([float((fa_ or {}).get(f, 0.0)) for _, _, _, fa_, _ in battles])
-        fb = np.array([float((fb_ or {}).get(f, 0.0)) for _, _, _, _, fb_ in battles])
-        tot = fa + fb
-        d = np.divide(fa - fb, tot, out=np.zeros(n), where=tot > 0)
-        sd = d.std()
-        if sd > 0:
-            cols.append((d - d.mean()) / sd)
-            used.append(f)
-        else:
-            dropped.append(f)
-    xs = np.column_stack([xm, *cols]) if cols else xm
-    rng = np.random.default_rng(seed)
-    if groups is not None:
-        if len(groups) != n:
-            raise ValueError(f"bradley_terry: {len(groups)} groups for {n} battles")
-        index = {g: i for i, g in enumerate(dict.fromkeys(str(g) for g in groups))}
-        units, unit = len(index), "questions"
-        g_idx = np.array([index[str(g)] for g in groups])
-    else:
-        units, unit, g_idx = n, "battles", np.arange(n)
-    too_few = units < MIN_INTERVAL_N
-    counts = (_boot_counts(rng, units, resamples)[:, g_idx] if resamples > 0 and not too_few
-              else np.zeros((0, n)))
-    why_none = f"too few {unit}: {units} < {MIN_INTERVAL_N}" if too_few else "no resamples"
-    out: dict[str, Any] = {
-        "models": models, "n_battles": n, "resamples": resamples, "seed": seed, "level": level,
-        "interval": (f"no intervals: {why_none}" if too_few or not resamples else
-                     f"{level:.0%} percentile interval of a bootstrap over {units} {unit} ({resamples} resamples, "
-                     "the same for raw and style-controlled)"),
-        "method": "logistic regression on model indicator differences (no intercept, ties as half "
-                  f"observations, L2 {L2}); ratings 1000 + 400/ln10 * coefficient, mean-centred; style "
-                  "control adds features (a - b) / (a + b), standardised",
-    }
-    for name, x in (("raw", xm), ("style_controlled", xs if used else None)):
-        if x is None:
-            out[name] = None
-            continue
-        coef = fit_logistic(x, y)
-        boots = fit_logistic_many(x, y, counts, init=coef) if len(counts) else None
-        rb = np.array([_ratings(b, k) for b in boots]) if boots is not None else None
-        ratings = _ratings(coef, k)
-        out[name] = _table(models, ratings, rb, level)
-        out.setdefault("first", {})[name] = first_place(models, ratings, rb, level, why_none)
-        if name == "style_controlled":
-            out["style_coefficients"] = {
-                f: {"coef": float(coef[k - 1 + j]),
-                    "interval": list(percentile_interval(boots[:, k - 1 + j], level)) if boots is not None else None}
-                for j, f in enumerate(used)}
-    if not used:
-        out["style_coefficients"] = {}
-    out["features_without_variation"] = dropped
-    return out
 
 
 # --- the judge's biases -------------------------------------------------------------------------

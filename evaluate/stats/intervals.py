@@ -36,6 +36,12 @@ def resampled_means(values: np.ndarray, resamples: int, rng: np.random.Generator
     return out
 
 
+def bootstrap_counts(rng: np.random.Generator, n: int, resamples: int) -> np.ndarray:
+    """Bootstrap resamples as multiplicity weights (resample i uses item j counts[i, j] times): what a
+    weighted fit takes, one row per resample."""
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(float)
+
+
 def expanded_tail(alpha_row: float, n: int) -> float:
     """Share of resampled means cut from each end for a two-sided 1 - alpha_row interval, widened for n.
 

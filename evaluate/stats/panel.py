@@ -95,12 +95,6 @@ def mean_probability(ps: Sequence[float], weights: Sequence[float] | None = None
     return sum(p * x for p, x in zip(ps, w)) / sum(w)
 
 
-def probability_verdict(p: float | None) -> str | None:
-    if p is None:
-        return None
-    return "tie" if math.isclose(p, 0.5, abs_tol=1e-12) else "A" if p > 0.5 else "B"
-
-
 def _mean_r(pairs: list[dict[str, Any]]) -> float | None:
     rs = [p["r"] for p in pairs if p.get("r") is not None]
     return sum(rs) / len(rs) if rs else None

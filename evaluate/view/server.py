@@ -1,5 +1,7 @@
 """The viewer's HTTP server: the standard library's ThreadingHTTPServer, a JSON API and one static page
-(evaluate/view/static: HTML, JS, CSS, all in the package; nothing from the network).
+(evaluate/view/static: HTML, JS, CSS, all in the package; nothing from the network). How requests are
+read and connections kept (bodies framed by Content-Length, the connection bound, error answers) is
+the layer below the routes, evaluate/view/handling.py.
 
 It is a server, so:
 - it binds 127.0.0.1 unless told otherwise, and on a loopback address answers only requests whose Host
@@ -19,7 +21,7 @@ import hmac
 import json
 import sys
 import traceback
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -29,6 +31,7 @@ from ..core.io import clean_json
 from ..savepath.labels import VERDICTS, LabelError
 from . import data
 from .catalog import Catalog, Refused
+from .handling import MAX_BODY, Handler as _Layer, ViewServer
 from .items import Filters, RunView, label_key, label_in_pair
 from .runs import headline, item_changes, trend_groups
 
@@ -41,7 +44,6 @@ CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src '
 # a run's own files (report.html and its inline script) run sandboxed: an opaque origin, no token, no storage
 FILE_CSP = ("sandbox allow-scripts; default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
             "script-src 'unsafe-inline'")
-MAX_BODY = 64 * 1024
 PAGE = 50  # rows of the item list per request, unless asked for fewer (at most MAX_PAGE)
 MAX_PAGE = 500
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -69,11 +71,8 @@ def make_server(app: App, port: int) -> ThreadingHTTPServer:
 
     Handler.app = app
 
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-
     host = "::1" if app.host == "::1" else app.host
-    server = Server((host, port), Handler)
+    server = ViewServer((host, port), Handler)
     app.port = server.server_address[1]
     return server
 
@@ -82,9 +81,8 @@ def _json_bytes(obj: Any) -> bytes:
     return json.dumps(clean_json(obj), ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8")
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(_Layer):
     app: App
-    protocol_version = "HTTP/1.1"
     server_version = "eval-view"
     sys_version = ""
 

@@ -12,6 +12,8 @@ Style-controlled score: a Bradley-Terry model (logistic regression without inter
 on [model and baseline indicators, 4 style features], the features being the normalized differences
 of token length and of header / list / bold densities between the model's and the baseline's
 answers; 100 bootstrap fits over battles, median and 5th/95th percentiles of sigmoid(model - baseline).
+The fit is the project's one (evaluate/stats/bradley_terry.py) with show_result.py's optimizer (torch
+LBFGS), whose early stop the published intervals carry.
 
 Random draws: show_result.py draws from numpy's global generator (pandas' groupby sample for the raw
 scores, one randint matrix for the style fits) and never seeds it. Both functions here take a seed
@@ -30,6 +32,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+
+from ...stats.bradley_terry import fit_logistic
 
 _CODE = re.compile("```([^`]*)```")
 _TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
@@ -166,42 +170,6 @@ def raw_scores(battles: dict[str, list[float]], seed: int, rounds: int = 100) ->
                         100 * np.quantile(means[:, j], 0.95)) for j, m in enumerate(names)}
 
 
-def _fit_lbfgs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """show_result.py's fit: one torch LBFGS step (lr 0.1, at most 50 iterations, tolerances 1e-9)
-    from coefficients 0.5, summed soft-label cross-entropy. It stops short of the optimum on rare
-    features, which narrows the bootstrap spread; used so the intervals match Arena-Hard's."""
-    import torch
-    import torch.nn.functional as F
-
-    xt, yt = torch.tensor(x, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
-    w = torch.nn.Parameter(torch.full((x.shape[1],), 0.5))
-    opt = torch.optim.LBFGS([w], lr=0.1, max_iter=50, tolerance_grad=1e-9, tolerance_change=1e-9)
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = F.binary_cross_entropy_with_logits(xt @ w, yt, reduction="sum")
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return w.detach().numpy().astype(float)
-
-
-def _fit_bt(x: np.ndarray, y: np.ndarray, iters: int = 50) -> np.ndarray:
-    """Maximum-likelihood logistic regression without intercept (Newton steps with a tiny ridge for
-    separable resamples), the optimum show_result.py's LBFGS fit approaches."""
-    w = np.zeros(x.shape[1])
-    for _ in range(iters):
-        p = 1 / (1 + np.exp(-(x @ w)))
-        grad = x.T @ (p - y)
-        hess = (x * (p * (1 - p))[:, None]).T @ x + 1e-9 * np.eye(x.shape[1])
-        step = np.linalg.solve(hess, grad)
-        w -= step
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    return w
-
-
 def style_features(model_meta: Sequence[dict[str, Any]], base_meta: Sequence[dict[str, Any]]) -> np.ndarray:
     """Per battle: normalized length difference and header / list / bold density differences, each
     column standardized (sample standard deviation). Computed in float32 as show_result.py does; a
@@ -230,13 +198,8 @@ def style_controlled(models: Sequence[str], outcomes: Sequence[float], model_met
     onehot[:, col[baseline]] = -1
     x = np.hstack([onehot, feat])
     y = np.asarray(outcomes, dtype=np.float32)
-    try:
-        import torch  # noqa: F401
-        fit = _fit_lbfgs
-    except ImportError:
-        fit = _fit_bt
     idxs = np.random.RandomState(seed).randint(0, len(y), size=(rounds, len(y)))
-    coefs = np.array([fit(x[idx], y[idx]) for idx in idxs])
+    coefs = np.array([fit_logistic(x[idx], y[idx], l2=0.0, solver="lbfgs") for idx in idxs])
     k = len(names)
     probs = 1 / (1 + np.exp(-(coefs[:, :k] - coefs[:, [col[baseline]]])))
     out = {n: Interval(100 * np.quantile(probs[:, i], 0.5), 100 * np.quantile(probs[:, i], 0.05),

@@ -75,7 +75,10 @@
   }
 
   // --- the API --------------------------------------------------------------------------------------
-  function api(path, params, body) {
+  // A busy viewer answers 503 (Retry-After) and a dropped connection fails the fetch: both are tried
+  // again after these pauses (ms), `onRetry(n, of)` told before each; then the error is thrown.
+  var RETRY_PAUSES = [250, 500, 1000, 2000, 4000];
+  function api(path, params, body, onRetry) {
     var qs = new URLSearchParams();
     Object.keys(params || {}).forEach(function (k) {
       if (params[k] !== undefined && params[k] !== null && params[k] !== "") qs.set(k, params[k]);
@@ -84,12 +87,22 @@
     if (body !== undefined) {
       opts.method = "POST"; opts.body = JSON.stringify(body); opts.headers["Content-Type"] = "application/json";
     }
-    return fetch("/api/" + path + (qs.toString() ? "?" + qs : ""), opts).then(function (r) {
-      return r.json().catch(function () { return { error: "HTTP " + r.status }; }).then(function (d) {
-        if (!r.ok) throw new Error(d.error || ("HTTP " + r.status));
-        return d;
-      });
-    });
+    var url = "/api/" + path + (qs.toString() ? "?" + qs : "");
+    function again(i, why) {
+      if (i >= RETRY_PAUSES.length) throw new Error(why);
+      if (onRetry) onRetry(i + 1, RETRY_PAUSES.length);
+      return new Promise(function (ok) { setTimeout(ok, RETRY_PAUSES[i]); }).then(function () { return attempt(i + 1); });
+    }
+    function attempt(i) {
+      return fetch(url, opts).then(function (r) {
+        if (r.status === 503) return again(i, "the viewer stayed busy (HTTP 503)");
+        return r.json().catch(function () { return { error: "HTTP " + r.status }; }).then(function (d) {
+          if (!r.ok) throw new Error(d.error || ("HTTP " + r.status));
+          return d;
+        });
+      }, function (err) { return again(i, "the viewer did not answer (" + err.message + ")"); });
+    }
+    return attempt(0);
   }
   function fileHref(rid, path) {
     return "/api/file?" + new URLSearchParams({ run: rid, path: path, token: token });
@@ -686,7 +699,10 @@
       if (busy) return;
       busy = true;
       var body = { run: rid, id: it.id, pair: pair, verdict: verdict, note: note.value };
-      api("labels", {}, body).then(function (d) {
+      bar.removeAttribute("data-unsaved");
+      api("labels", {}, body, function (n, of) {
+        said.textContent = "saving: the viewer did not take it yet, trying again (" + n + " of " + of + ")";
+      }).then(function (d) {
         Object.keys(buttons).forEach(function (k) { buttons[k].classList.toggle("on", k === d.label.verdict_here); });
         it.labels.push(d.label);
         said.textContent = "labelled: " + verdictText(d.label.verdict_here, info.models, pair) + " (saved " + d.label.time + ")";
@@ -696,7 +712,11 @@
         if (lp) labelsPanel(lp, d.summary);
         bar.setAttribute("data-saved", String(d.summary.count));
         toast("saved: " + (verdict === "tie" ? "tie" : verdictText(verdict, info.models, pair) + " better"));
-      }).catch(function (err) { toast("not saved: " + err.message, true); }).then(function () { busy = false; });
+      }).catch(function (err) {  // never dropped in silence: the bar says so until the next label
+        said.textContent = "NOT saved: " + err.message + "; label it again";
+        bar.setAttribute("data-unsaved", verdict);
+        toast("not saved: " + err.message, true);
+      }).then(function () { busy = false; });
     };
     return bar;
   }
