@@ -10,7 +10,7 @@ import sys
 
 from .commands.common import EXIT_CODES, EXIT_INPUT, EXIT_INTERRUPTED, EXIT_OK, guarded
 from .core.registry import suggest
-from .core.version import __version__
+from .core.version import __version__, program
 
 # name -> (module, one line for `eval.py help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -35,12 +35,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 def _help() -> str:
     width = max(len(n) for n in COMMANDS)
-    lines = [f"eval.py {__version__}: evaluate LLM answers.", "",
-             "usage: eval.py --config FILE [...]        the main job (eval.py run -h for its flags)",
-             "       eval.py COMMAND [...]              one of:", ""]
+    me = program()
+    job, command = f"usage: {me} --config FILE [...]", f"       {me} COMMAND [...]"
+    lines = [f"{me} {__version__}: evaluate LLM answers.", "",
+             f"{job:<{len(job) + 8}}the main job ({me} run -h for its flags)",
+             f"{command:<{len(job) + 8}}one of:", ""]
     lines += [f"  {name:<{width}}  {text}" for name, (module, text) in COMMANDS.items() if _available(module)]
     lines += [f"  {name:<{width}}  {text}" for name, text in _more_benchmarks().items()]
-    lines += ["", "eval.py COMMAND -h says more about each.", EXIT_CODES]
+    lines += ["", f"{me} COMMAND -h says more about each.", EXIT_CODES]
     return "\n".join(lines)
 
 
@@ -58,6 +60,9 @@ def _available(module: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     """Dispatch; a reader that closes the pipe early (`eval.py help | head -5`) ends the output quietly."""
+    # before torch is imported (the console script and `python -m evaluate` do not pass through eval.py):
+    # OpenMP spin-waiting slows CPU inference badly on busy machines
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         code = _dispatch(list(sys.argv[1:] if argv is None else argv))
         sys.stdout.flush()  # here, where a closed pipe can still be caught, not at the interpreter's exit
@@ -79,7 +84,7 @@ def _dispatch(argv: list[str]) -> int:
         print(_help())
         return EXIT_OK
     if argv[:1] == ["--version"]:
-        print(f"eval.py {__version__}")
+        print(f"{program()} {__version__}")
         return EXIT_OK
     if not argv[0].startswith("-") and argv[0] not in COMMANDS:
         more = _more_benchmarks()

@@ -88,6 +88,10 @@ CASES = [
          raw_config="judge:\n  timeout: 10\n  timeout: 20\n"),
     Case("yaml-alias-bomb", ("c.yaml", "alias"), ext=".yaml", raw_config=BOMB),
     Case("unknown-top-key", ('unknown key "categroy"', 'did you mean "category"'), config=lambda c: put(c, "categroy", {})),
+    # issue 47: a new user's two mistakes in one message, not the second after the first is fixed
+    Case("top-key-and-metric-typos", ("2 problems", 'unknown key "target_flie"', 'did you mean "target_file"',
+                                      'category.closed_qa.Metrics[0]: unknown metric "BLUE"', 'did you mean "BLEU"'),
+         config=lambda c: put(put(c, "target_flie", "t.json"), "category.closed_qa.Metrics", ["BLUE"])),
     Case("language", ("language", '"en" or "cn"'), config=lambda c: put(c, "language", "fr")),
     Case("category-list", ("category: expected a mapping",), config=lambda c: put(c, "category", ["closed_qa"])),
     Case("metrics-string", ("category.closed_qa.Metrics", "a list"), config=lambda c: put(c, "category.closed_qa.Metrics", "BLEU")),

@@ -377,6 +377,7 @@ WRITERS_ELSEWHERE = {
     "evaluate/models/checksums.py": "the model cache's checksum index",
     "evaluate/models/convert.py": "the model cache's converted weights",
     "evaluate/models/load.py": "downloads into the model cache",
+    "evaluate/backends/speed.py": "the model cache's record of a local judge's measured speed",
     "evaluate/judgecheck/check.py": "judge-check --output FILE, a path the user names",
     "evaluate/pipeline/collect.py": "--export-requests FILE.jsonl, a path the user names",
     "evaluate/commands/compare.py": "compare --out FILE",

@@ -366,6 +366,36 @@ def test_a_run_generates_rates_and_battles_on_one_server_killed_mid_run_then_res
 
 
 @needs_vllm
+def test_a_judge_server_killed_mid_run_without_retries_is_named_with_its_log(tmp_path):
+    """`max_retries: 0`: every request to a dead server fails at once and none is retried, so the client never
+    finds the server unreachable by its refused retries. Before: "24 of 24 scores invalid ... connection
+    refused", exit 3, and no word of the server. Now the run stops naming it (model, pid, exit code, the last
+    lines of its log), as the retried path does."""
+    cats = ("open_qa", "generation", "rewriting", "classification")
+    targets = [t for t in json.loads(TARGETS.read_text()) if t["category"] in cats][:12]
+    ids = {t["id"] for t in targets}
+    (tmp_path / "targets.json").write_text(json.dumps(targets), encoding="utf-8")
+    for name, src in (("a", ANSWERS_A), ("b", ANSWERS_A.with_name("answers_model_b.json"))):
+        (tmp_path / f"{name}.json").write_text(json.dumps([r for r in json.loads(src.read_text()) if r["id"] in ids]))
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text("answers:\n  - {name: model_a, path: a.json}\n  - {name: model_b, path: b.json}\n"
+                   "target_file: targets.json\nsave_path: out\nbattle: false\n"
+                   f"judge:\n{ENGINE}  mode: logprobs\n  max_retries: 0\n  concurrency: 1\ncategory:\n"
+                   + "".join(f"  {c}: {{GPT: [relevance]}}\n" for c in cats), encoding="utf-8")
+    tool = Tool(tmp_path, "t", "--config", str(cfg), "--no-charts")
+    until(lambda: api_server(tool.proc.pid) is not None, 120, "vLLM server process", tool)
+    until(lambda: rows(tmp_path / "out" / "judge_cache.sqlite") >= 2, 600, "two ratings in the cache", tool)
+    os.killpg(api_server(tool.proc.pid), signal.SIGKILL)
+    assert tool.wait(300) == 3, tool.stderr
+    err = tool.stderr
+    assert re.search(rf"the vllm server for {MODEL} \(pid \d+, 127\.0\.0\.1:\d+; log: .*\) exited with code 137 during "
+                     "the run", err), err[-3000:]
+    tail = err.split("the last lines of its log:")[1]
+    assert "Traceback" not in err.split("the last lines of its log")[0] and tail.strip(), err[-3000:]
+    assert tool.left_behind() == []
+
+
+@needs_vllm
 def test_a_panel_with_a_vllm_judge_beside_the_in_process_one(tmp_path, fake_openai):
     """A vLLM judge inside a panel: the tool starts its server for that member alone, the same SmolLM2 in
     process and an HTTP judge that always says 4 judge beside it, every item's panel rating is the mean of

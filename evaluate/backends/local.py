@@ -27,8 +27,8 @@ loop are unchanged, so the judge's signature (and cache key) is too.
 from __future__ import annotations
 
 import logging
-
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -42,6 +42,7 @@ from .kv import cache_kwarg, compact, new_cache, plain_layers
 from .memory import available_memory, process_rss, total_memory, trim, tune_malloc
 from .onednn import (linear as onednn_linear, onednn_scope, pack_linears, pack_module, packed_copy, resolve_matmul,
                      route_linears, unpacked_bytes)
+from .speed import record as record_speed
 
 
 log = logging.getLogger(__name__)
@@ -267,8 +268,6 @@ class LocalBackend(Backend):
         available and the process, copy included, stays within half the machine's memory (a judge that
         doubles its weights for speed should not crowd out the rest of the machine: on the 24 GB
         development VM the copy took a Qwen-1.5B run to 14-16 GB, BENCHMARKS.md)."""
-        import time
-
         import torch
 
         lm, head = self._lm, self._head_module
@@ -508,11 +507,21 @@ class LocalBackend(Backend):
         """`on_result(i, completion)` as each judgment is made, so the cache in front stores it at
         once (a run killed mid-way loses at most the judgments in progress)."""
         self.load()
+        answered: list[tuple[int, Completion]] = []
+
+        def note(i: int, comp: Completion) -> None:
+            answered.append((i, comp))
+            on_result(i, comp)
+
+        started = time.perf_counter()
         try:
-            self._answer_all(requests, on_result)
+            self._answer_all(requests, note)
         finally:
             if any(r.max_tokens > 1 for r in requests):
                 trim()  # the KV caches of this call's replies are freed: their pages go back to the system
+            # this judge's speed on this machine, for a later --dry-run's time estimate (evaluate.backends.speed)
+            record_speed(self.signature(), time.perf_counter() - started, [requests[i] for i, _ in answered],
+                         sum(c.completion_tokens for _, c in answered))
 
     def _answer_all(self, requests: Sequence[JudgeRequest], on_result: Callable[[int, Completion], None]) -> None:
         self._maybe_pack(requests)

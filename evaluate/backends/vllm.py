@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from ..core.errors import InputError
 from .base import Backend, Completion, JudgeRequest, ProgressFn
 from .retry import JudgeUnreachable, ResultFn
+from .server_watchdog import GRACE
 from .vllm_engine import Engine, Install, check_install, engine, looked_at, vllm_python
 from .vllm_server import ManagedServer, ServerFailed, ServerSpec, acquire, release
 
@@ -154,18 +155,27 @@ class VllmBackend(Backend):
         if self._failed is not None:
             return self._failed
         down = self._client.unreachable if self._client is not None else None
-        if down is None:
-            return None
         server = self._server
-        code = server.wait_exit(5.0) if server is not None else None  # a dead server's watchdog ends within seconds
+        if down is None and not self._died(server):
+            return None
+        # a dead server's watchdog ends within seconds (at most its grace period after the server itself)
+        code = server.wait_exit(5.0 if down else GRACE + 5.0) if server is not None else None
         if server is not None and code is not None:
             why = (f"{server.describe()} exited with code {code} during the run; the answers received are kept in "
                    f"the cache, and a re-run sends only the rest; the last lines of its log:\n{server.log_tail()}")
         else:
-            why = f"{server.describe() if server else 'the vllm server'}: {down}"
+            why = f"{server.describe() if server else 'the vllm server'}: {down or 'its process has ended'}"
         with self._lock:
             self._failed = self._failed or why
         return self._failed
+
+    @staticmethod
+    def _died(server: ManagedServer | None) -> bool:
+        """The server this run started has exited on its own. With retries the client finds a dead server
+        unreachable after DOWN_AFTER s of refused connections; with `max_retries: 0` every request fails at
+        once, none is retried, and the run ended with "24 of 24 scores invalid ... connection refused" and no
+        word of the server (issue 47): its exit is then what says it is gone."""
+        return server is not None and server.ready and not server.stopped and server.gone()
 
     def _unsent(self, n: int) -> list[Completion]:
         return [Completion(error=str(JudgeUnreachable(self.unreachable or "", sent=False))) for _ in range(n)]

@@ -106,6 +106,12 @@ class ManagedServer:
             log = tempfile.NamedTemporaryFile(prefix=f"vllm-{_safe(spec.served_name)}-", suffix=".log", delete=False)
         self.log_path = str(getattr(log, "name", "?"))
         self._log = log
+        # the save path's log holds every run's servers (appended): what this server says starts here, and only
+        # that is quoted ("still loading", why it died), never an earlier run's last line (issue 47)
+        try:
+            self._log_start = log.tell()
+        except (OSError, ValueError):
+            self._log_start = 0
         self.port = 0
         self.pid: int | None = None
         self._watchdog: subprocess.Popen | None = None
@@ -128,6 +134,25 @@ class ManagedServer:
         if self._watchdog is None:
             return None
         return self._after(self._watchdog.poll())
+
+    def gone(self) -> bool:
+        """The API server's process has ended (its watchdog may still be stopping the rest of its group, for up
+        to its grace period: `exit_code` comes after that). A process that ended but is not yet reaped is a
+        zombie: gone too (/proc says so where there is one)."""
+        if self.exit_code is not None:
+            return True
+        if not self.pid:
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        try:
+            return Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+        except (OSError, IndexError):
+            return False
 
     def wait_exit(self, seconds: float) -> int | None:
         """The exit code once the server has exited, waiting at most `seconds` for it; None if it runs on."""
@@ -154,15 +179,16 @@ class ManagedServer:
             time.sleep(0.1)
 
     def log_tail(self, lines: int = 15) -> str:
+        """The last `lines` lines this server wrote to its log (not an earlier run's, in a log they share)."""
         try:
             with open(self.log_path, "rb") as fh:
                 fh.seek(0, os.SEEK_END)
-                fh.seek(max(0, fh.tell() - 64 * 1024))
+                fh.seek(max(self._log_start, fh.tell() - 64 * 1024))
                 text = fh.read().decode("utf-8", "replace")
         except OSError:
             return "(no log)"
         rows = [r for r in text.splitlines() if r.strip() and not r.startswith("[watchdog")]
-        return "\n".join("    " + r[:300] for r in rows[-lines:]) or "    (the log is empty)"
+        return "\n".join("    " + r[:300] for r in rows[-lines:]) or "    (nothing in the log yet)"
 
     # ------------------------------------------------------------------ starting
     def start(self) -> "ManagedServer":

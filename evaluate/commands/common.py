@@ -17,6 +17,7 @@ from ..core.errors import InputError
 from ..core.io import read_structured
 from ..core.options import parse_options
 from ..core.secrets import secret_values
+from ..core.version import SCRIPT, program
 
 EXIT_OK, EXIT_FAIL_UNDER, EXIT_INPUT, EXIT_RUN_ERRORS = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # what a shell reports for a job stopped by Ctrl-C (128 + SIGINT)
@@ -62,6 +63,9 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        prog = kwargs.get("prog")
+        if isinstance(prog, str) and prog.startswith(SCRIPT):  # usage lines name the tool as it was started
+            kwargs["prog"] = program() + prog[len(SCRIPT):]
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:

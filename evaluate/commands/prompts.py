@@ -12,21 +12,21 @@ import shutil
 import textwrap
 from pathlib import Path
 
+from ..core.places import PROMPTS
 from ..judges.prompts import FALLBACK_CATEGORY, load_evaluation_prompts
 from .common import EXIT_OK, Parser
-
-REPO_PROMPTS = Path(__file__).resolve().parents[2] / "prompts"
 
 
 def main(argv: list[str]) -> int:
     p = Parser(prog="eval.py prompts", description="List the GPT metrics of an evaluation prompt file per category "
                                                    "(the names a config lists under GPT:, scored as GPT/<name>).")
-    p.add_argument("file", nargs="?", type=Path, help="an evaluation prompt file (default: the project's own, "
-                                                      "prompts/evaluation_prompt_<language>.json)")
+    p.add_argument("file", nargs="?", type=Path,
+                   help="an evaluation prompt file (default: the project's own, "
+                        "evaluate/prompts/evaluation_prompt_<language>.json, inside the package)")
     p.add_argument("--language", choices=("en", "cn"), default="en", help="the default file's language")
     p.add_argument("--category", help="only this category (or the general entry that stands in for it)")
     args = p.parse_args(argv)
-    path = args.file or REPO_PROMPTS / f"evaluation_prompt_{args.language}.json"
+    path = args.file or PROMPTS / f"evaluation_prompt_{args.language}.json"
     prompts = load_evaluation_prompts(path)
     width = shutil.get_terminal_size((80, 24)).columns
     cats = [args.category] if args.category else prompts.categories()

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import unicodedata
 import uuid
 from pathlib import Path
 from typing import Any
@@ -272,10 +273,26 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
+NAME_BYTES = 200  # the most UTF-8 bytes of a file name made from a name (file systems allow 255)
+
+
 def safe_name(name: str) -> str:
-    """A model name as a file name (keeps letters, digits, '.', '_', '-')."""
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
-    return cleaned or "model"
+    """A model name as a file name. An ASCII name keeps letters, digits, '.', '_', '-' (the rest becomes '_'),
+    as it always has, so existing save paths keep their files. A name in another script keeps its letters and
+    digits too (`模型-α` -> `模型-α`, NFC-normalised; issue 47: `模型-α` and `模型-β` both mapped to `-` and
+    were refused); when anything else had to be replaced, or the name is too long for a file name, the first
+    8 hex digits of the name's sha256 follow, so two such names never share a file."""
+    if name.isascii():
+        cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
+        return cleaned or "model"
+    given = unicodedata.normalize("NFC", name)
+    cleaned = re.sub(r"[^\w.-]+", "_", given).strip("._")
+    if cleaned == given and len(cleaned.encode("utf-8")) <= NAME_BYTES:
+        return cleaned
+    digest = hashlib.sha256(given.encode("utf-8")).hexdigest()[:8]
+    while len(cleaned.encode("utf-8")) > NAME_BYTES - 9:
+        cleaned = cleaned[:-1]
+    return f"{cleaned}-{digest}" if cleaned else f"model-{digest}"
 
 
 def check_output_dir(path: Path, what: str = "save_path", subdirs: tuple[str, ...] = ()) -> None:
@@ -304,6 +321,22 @@ def check_output_dir(path: Path, what: str = "save_path", subdirs: tuple[str, ..
         raise InputError(f"{what} {path}: cannot be used ({exc})") from None
     except OSError as exc:
         raise InputError(f"{what} {path}: cannot be used ({exc.strerror or exc})") from None
+
+
+def check_output_file(path: Path, what: str) -> None:
+    """Refuse, before any work, a file that cannot be written: the path is a folder, or its folder cannot be
+    made (a file in the way, no write permission). A folder that does not exist yet is made when the file is
+    written. Creates nothing. `what` names it in the message (a flag, a key)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise InputError(f"{what} {path}: is a folder; give a file name")
+    parent = p.resolve().parent
+    existing = next(a for a in (parent, *parent.parents) if a.exists())
+    if not existing.is_dir():
+        raise InputError(f"{what} {path}: the folder {parent} cannot be made: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise InputError(f"{what} {path}: the folder {parent} cannot be made: {existing} is not writable"
+                         if existing != parent else f"{what} {path}: no permission to write in {parent}")
 
 
 def ensure_dir(path: Path, what: str = "save_path") -> None:

@@ -1,7 +1,7 @@
 """The `GPT` family: the LLM judge (any OpenAI-compatible server, or a local model).
 
 - Rating: per category, each metric of the config with its definition and evaluation steps from
-  the evaluation prompt file (the project's `prompts/` by default, ColossalAI's files work too);
+  the evaluation prompt file (the project's `evaluate/prompts/` by default, ColossalAI's files work too);
   `judge.mode` logprobs (G-Eval expected score), generate (strict parsed reply) or auto.
   `gpt_with_reference` (auto by default) gives the target to the judge as the reference answer where
   the category's records have one and the metric uses one (`evaluate.judges.references`); the plan
@@ -178,7 +178,8 @@ class GPTFamily(Family):
             problems.append(f'{where}: category "{category}" holds conversations ({ctx.sets[0].path}: record '
                             f'{conv.id}, {len(conv.turns)} turns) and {which} of {prompts.path} has no '
                             '"conversation_prompt" to rate a turn with; add one with {conversation} {question} '
-                            "{answer} {metric} {steps} (see prompts/README.md), or use the project's prompts/")
+                            "{answer} {metric} {steps} (see evaluate/prompts/README.md), or leave prompts: out for "
+                            "the project's own")
         return problems
 
     def _validate_cascade(self, ctx: Context, category: str, where: str, conv: Record | None) -> list[str]:
@@ -212,8 +213,8 @@ class GPTFamily(Family):
                     problems.append(f'battle prompt: {prompt.path}: no "conversation_template", and category '
                                     f'"{conv.category}" holds conversations ({ctx.sets[0].path}: record {conv.id}, '
                                     f"{len(conv.turns)} turns); add one with {{conversation_1}} {{conversation_2}} "
-                                    "{question} {answer_1} {answer_2} {prompt} (see prompts/README.md), use the "
-                                    "project's prompts/, or set battle: false")
+                                    "{question} {answer_1} {answer_2} {prompt} (see evaluate/prompts/README.md), leave "
+                                    "prompts: out for the project's own, or set battle: false")
         if ctx.cfg.gpt_with_reference is True:
             from ..judges.rating import turns_without_reference
 

@@ -21,6 +21,7 @@ from ..core.errors import InputError
 from ..core.records import Record
 from ..core.scores import Invalid, ItemScores
 from ..metrics import METRICS, Metric, MetricInput, build
+from ..metrics.text import CJK_SCRIPTS, script_language
 from .base import Context, Family, FamilyOutput, register_family
 
 
@@ -98,6 +99,28 @@ class MetricsFamily(Family):
         """One score per sub-score (BLEU is BLEU-1..4), as the run counts them when it says "scored"."""
         subs = sum(len(METRICS.get(n).sub_scores) if n in METRICS else 1 for n in names)
         return {"scores": n_items * subs}
+
+    def plan_notes(self, ctx, categories):
+        """Under language en, the categories whose answers or references hold CJK text, and the metrics that
+        cut those items as language cn does (their signature's `cjk` field): said in the plan and the
+        closing lines, since the same key then mixes two tokenizations (issue 47: a Chinese answer equal to
+        its reference had scored ROUGE 0.0 under en, averaged in without a word)."""
+        if ctx.cfg.language != "en":
+            return []
+        found, aware = [], set()
+        for cat, fams in categories.items():
+            names = [n for n in fams.get("Metrics") or [] if "cjk" in self.metric(ctx, n).signature()]
+            recs = [r for r in ctx.records if r.category == cat] if names else []
+            n = sum(script_language("en", r.output, *r.targets) == "cn" for r in recs)
+            if n:
+                found.append(f"{cat} ({n} of {len(recs)} answers)")
+                aware.update(names)
+        if not found:
+            return []
+        keys = sorted(f"Metrics/{sub}" for n in aware for sub in METRICS.get(n).sub_scores)
+        return [{"text": f"Metrics: language en, and {CJK_SCRIPTS} in {', '.join(found)}: {', '.join(sorted(aware))} "
+                         "tokenise those items as under language cn (jieba words; characters for Precision, Recall, "
+                         "F1), the others as English (each signature's cjk field says so)", "scores": keys}]
 
     def metric(self, ctx: Context, name: str) -> Metric:
         canon = METRICS.canonical(name) or name

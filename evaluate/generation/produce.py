@@ -21,6 +21,7 @@ from ..backends.registry import capabilities
 from ..savepath.layout import answers_manifest_file, generate_cache_file
 from ..savepath.manifest import iso, model_entry, new_manifest
 from ..savepath.write import server_logs, write_json, write_text
+from ..core.io import check_output_file
 from ..core.secrets import scrub_url
 from .engine import TEMPLATE, Answers, Estimate, answer_all, estimate
 from .formats import FASTCHAT_TEMPERATURE, QuestionFile, answer_rows, serialise
@@ -150,8 +151,14 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
     from ..backends.pool import MeteredBackend, open_backend
     from ..backends.probing import ProbingPool
 
+    # every file it writes, checked before the first request (issue 47: a folder given as --out was refused
+    # only when the paid answers were moved into place)
+    check_output_file(out, "answer file")
+    check_output_file(sidecar_path(out), "the answer file's sidecar")
     jopts = opts.judge_options()
     cache = cache_path(opts, out)
+    if cache is not None:
+        check_output_file(cache, "generation cache")
     report = Report(qf.kind, name, out, len(qf.questions), price=opts.price)
     if dry_run:
         bare = open_backend(jopts, None, api_key)  # its signature only: nothing is loaded or sent

@@ -520,8 +520,8 @@ class BattleJudge:
             r = convs[0]
             problems.append(f'{self.prompt.path}: no "conversation_template", and category "{r.category}" holds '
                             f"conversations (record {r.id}: {len(r.turns)} turns); add one with {{conversation_1}} "
-                            "{conversation_2} {question} {answer_1} {answer_2} {prompt} (see prompts/README.md), "
-                            "or use the project's prompts/")
+                            "{conversation_2} {question} {answer_1} {answer_2} {prompt} (see "
+                            "evaluate/prompts/README.md), or leave prompts: out for the project's own")
         shown = [r for r in convs if self._shows(r)]
         if shown:
             problems.extend(turns_without_reference(list({r.id: r for r in shown}.values()), "battle with reference"))

@@ -1,7 +1,7 @@
 """Judge prompt files (ColossalAI's JSON format) and safe template filling.
 
 Two kinds of file, read unchanged from ColossalAI (`prompt/evaluation_prompt/*.json`,
-`prompt/battle_prompt/*.json`) or from this project's `prompts/`:
+`prompt/battle_prompt/*.json`) or from this project's `evaluate/prompts/`:
 
 *Evaluation prompts*: ``{category: {"metrics": {metric: definition}, "CoT": {metric: steps},
 "prompt": template, ["reference_prompt": template], ["system_prompt": text], ...}}``.
@@ -343,7 +343,8 @@ class BattlePrompt:
                             answer_2: str) -> str:
         """One turn of two conversations: each assistant's earlier turns, the user's last message, both replies."""
         if self.conversation_template is None:
-            raise InputError(f"{self.path}: no conversation_template; a conversation needs one (see prompts/README.md)")
+            raise InputError(f"{self.path}: no conversation_template; a conversation needs one "
+                             "(see evaluate/prompts/README.md)")
         return fill(self.conversation_template, conversation_1=conversation_1, conversation_2=conversation_2,
                     question=question, answer_1=answer_1, answer_2=answer_2,
                     prompt=self.conversation_prompt or self.prompt)

@@ -412,7 +412,7 @@ def _no_conversation_prompt(prompts: EvaluationPrompts, entry: PromptEntry, reco
     return (f'{prompts.path}: entry "{entry.category}"{via} has no "conversation_prompt", and category '
             f'"{record.category}" holds conversations (record {record.id}: {len(record.turns)} turns); add a '
             "conversation_prompt with {conversation} {question} {answer} {metric} {steps} to that entry "
-            "(see prompts/README.md), or use the project's prompts/")
+            "(see evaluate/prompts/README.md), or leave prompts: out for the project's own")
 
 
 def _shown(record: Record, turn: int | None = None) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from sacrebleu.metrics.bleu import BLEU
 
 from .base import METRICS, MetricInput
 from .common import LastCall, LibraryMetric, library_version
-from .text import bleu_pretokenize, jieba_version
+from .text import bleu_pretokenize, cjk_rule, ensure_jieba, jieba_version, script_language
 
 ORDERS = (1, 2, 3, 4)
 SUB_SCORES = tuple(f"BLEU-{n}" for n in ORDERS)
@@ -39,9 +39,10 @@ class BleuStats:
 class BleuConfig:
     language: str
 
-    @property
-    def tokenize(self) -> str:
-        return "none" if self.language == "cn" else "13a"
+
+def tokenize_for(language: str) -> str:
+    """sacrebleu's tokenizer: none for jieba-cut Chinese (already words joined by spaces), else 13a."""
+    return "none" if language == "cn" else "13a"
 
 
 @functools.lru_cache(maxsize=4)
@@ -68,12 +69,12 @@ def bleu_from_stats(stats: BleuStats, n: int, *, sentence: bool) -> float:
 
 
 def score_chunk(cfg: BleuConfig, items: Sequence[MetricInput]) -> list[tuple[dict[str, float], BleuStats]]:
-    bleu = _bleu(cfg.tokenize)
     out = []
     for item in items:
-        hyp = bleu_pretokenize(item.output, cfg.language)
-        refs = [bleu_pretokenize(r, cfg.language) for r in item.references if r.strip()]
-        res = bleu.sentence_score(hyp, refs)
+        refs = [r for r in item.references if r.strip()]
+        lang = script_language(cfg.language, item.output, *refs)  # CJK text under en: cut as cn cuts it
+        hyp = bleu_pretokenize(item.output, lang)
+        res = _bleu(tokenize_for(lang)).sentence_score(hyp, [bleu_pretokenize(r, lang) for r in refs])
         stats = BleuStats(tuple(res.counts), tuple(res.totals), res.sys_len, res.ref_len)
         out.append(({f"BLEU-{n}": bleu_from_stats(stats, n, sentence=True) for n in ORDERS}, stats))
     return out
@@ -106,8 +107,8 @@ class Bleu(LibraryMetric):
 
     def _stats_and_scores(self, items: Sequence[MetricInput]) -> list[tuple[dict[str, float], BleuStats]]:
         self.check_references(items)
-        if self.language == "cn":
-            bleu_pretokenize("", "cn")  # load jieba before forking
+        if any(script_language(self.language, it.output, *it.references) == "cn" for it in items):
+            ensure_jieba()  # load jieba before forking
         return self.map_items(functools.partial(score_chunk, self.config), items)
 
     def score(self, items: Sequence[MetricInput]) -> list[dict[str, float]]:
@@ -122,10 +123,11 @@ class Bleu(LibraryMetric):
         return corpus_bleu(stats)
 
     def signature(self) -> dict[str, Any]:
-        tok = f"{jieba_version()} words joined by spaces, sacrebleu tokenize=none" if self.language == "cn" else "13a"
+        cn = f"{jieba_version()} words joined by spaces, sacrebleu tokenize=none"
         return self.describe(
             library=library_version("sacrebleu"),
-            tokenizer=tok,
+            tokenizer=cn if self.language == "cn" else "13a",
+            **({"cjk": cjk_rule(cn)} if self.language == "en" else {}),
             orders="cumulative 1..n, uniform weights",
             smooth=f"{SMOOTH} (item: effective order; corpus: full order)",
             case="mixed",

@@ -14,7 +14,7 @@ from typing import Any, Sequence
 
 from .base import METRICS, MetricInput
 from .common import LibraryMetric
-from .text import ensure_jieba, words, words_description
+from .text import cjk_rule, ensure_jieba, script_language, words, words_description
 
 ORDERS = (1, 2, 3)
 
@@ -38,7 +38,7 @@ _KEYS = tuple((f"Distinct-{n}", n) for n in ORDERS)
 def score_chunk(cfg: DistinctConfig, items: Sequence[MetricInput]) -> list[dict[str, float]]:
     out = []
     for item in items:
-        toks = words(item.output, cfg.language)
+        toks = words(item.output, script_language(cfg.language, item.output))  # CJK under en: jieba words
         out.append({key: distinct(toks, n) for key, n in _KEYS})
     return out
 
@@ -53,7 +53,7 @@ class Distinct(LibraryMetric):
     min_parallel_items = 5000  # ~60 us per answer: a fork (~0.05-0.1 s) pays off only for long lists
 
     def score(self, items: Sequence[MetricInput]) -> list[dict[str, float]]:
-        if self.language == "cn":
+        if any(script_language(self.language, it.output) == "cn" for it in items):
             ensure_jieba()
         return self.map_items(functools.partial(score_chunk, DistinctConfig(self.language)), items)
 
@@ -61,6 +61,7 @@ class Distinct(LibraryMetric):
         return self.describe(
             library="evaluate.metrics.distinct",
             tokenizer=words_description(self.language),
+            **({"cjk": cjk_rule(words_description("cn"), "answer")} if self.language == "en" else {}),
             empty="answer shorter than n words: 0.0",
             refs="none (reference-free)",
             aggregate="mean of items",

@@ -18,7 +18,7 @@ from ..core.options import option
 from .base import METRICS, MetricInput
 from .common import library_version
 from .rule import RuleCheck
-from .text import ensure_jieba, words, words_description
+from .text import cjk_rule, ensure_jieba, script_language, words, words_description
 
 TOKEN_PACKAGE = "bpe-openai"
 
@@ -65,9 +65,10 @@ class Length(RuleCheck):
         if self.opts.unit == "characters":
             return len(text.strip())
         if self.opts.unit == "words":
-            if self.language == "cn":
+            lang = script_language(self.language, text)  # CJK text under en: jieba words, as cn counts them
+            if lang == "cn":
                 ensure_jieba()
-            return len(words(text, self.language))
+            return len(words(text, lang))
         return len(_encoder().encode(text))
 
     def check(self, item: MetricInput) -> tuple[bool, dict[str, Any]]:
@@ -83,4 +84,7 @@ class Length(RuleCheck):
         tok = {"characters": "Unicode code points, outer whitespace stripped",
                "words": words_description(self.language),
                "tokens": f"o200k_base ({library_version(TOKEN_PACKAGE)})"}[self.opts.unit]
-        return {**super().signature(), "tokenizer": tok}
+        sig = {**super().signature(), "tokenizer": tok}
+        if self.opts.unit == "words" and self.language == "en":
+            sig["cjk"] = cjk_rule(words_description("cn"), "answer")
+        return sig

@@ -4,7 +4,8 @@ Each is its own config name ("Precision", "Recall", "F1 score"), but they are on
 the three metrics share `overlap_scores`, which remembers its last result, so a category
 asking for all three tokenizes and counts once.
 
-Tokens: `text.squad_tokens` (en: SQuAD normalisation; cn: characters). Overlap is the size
+Tokens: `text.squad_tokens` (en: SQuAD normalisation; cn, and an item with CJK text under en:
+characters). Overlap is the size
 of the multiset intersection (a token counts as often as it appears in both). This is not
 ColossalAI's position-by-position comparison, which scores a correct answer shifted by one
 word as wrong. With several references the one giving the best F1 is used for all three.
@@ -22,7 +23,7 @@ from typing import Any, Sequence
 from .base import METRICS, MetricInput
 from .common import LibraryMetric
 from .parallel import map_chunks
-from .text import squad_description, squad_tokens
+from .text import cjk_rule, script_language, squad_description, squad_tokens
 
 
 @dataclass(frozen=True)
@@ -46,19 +47,20 @@ def _prf(pred: Counter, n_pred: int, ref: Counter, n_ref: int) -> tuple[float, f
 def score_chunk(language: str, items: Sequence[MetricInput]) -> list[Overlap]:
     """Best-F1 reference per item. Reference bags are memoised within the chunk: answers to
     the same question share their references, which are then counted once."""
-    bags: dict[str, tuple[Counter, int]] = {}
+    bags: dict[tuple[str, str], tuple[Counter, int]] = {}
     out = []
     for item in items:
-        toks = squad_tokens(item.output, language)
+        lang = script_language(language, item.output, *item.references)  # CJK text under en: characters, as cn
+        toks = squad_tokens(item.output, lang)
         pred, n_pred = Counter(toks), len(toks)
         best: tuple[float, float, float] | None = None
         for ref in item.references:
             if not ref.strip():
                 continue
-            bag = bags.get(ref)
+            bag = bags.get((lang, ref))
             if bag is None:
-                rt = squad_tokens(ref, language)
-                bag = bags[ref] = (Counter(rt), len(rt))
+                rt = squad_tokens(ref, lang)
+                bag = bags[(lang, ref)] = (Counter(rt), len(rt))
             prf = _prf(pred, n_pred, *bag)
             if best is None or prf[2] > best[2]:  # first reference wins a tie
                 best = prf
@@ -95,6 +97,7 @@ class _OverlapMetric(LibraryMetric):
         return self.describe(
             library="evaluate.metrics.overlap",
             tokenizer=squad_description(self.language),
+            **({"cjk": cjk_rule(squad_description("cn"))} if self.language == "en" else {}),
             overlap="multiset intersection (SQuAD)",
             empty="no tokens on one side: 1.0 if none on both, else 0.0",
             refs="multi: the reference with the best F1",

@@ -11,13 +11,13 @@ SummEval / G-Eval papers report).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 from ..core.errors import InputError
 from .base import METRICS, MetricInput
 from .common import LibraryMetric, library_version
-from .text import SENTENCE_SPLITTER, CachedRougeTokenizer, split_sentences
+from .text import SENTENCE_SPLITTER, CachedRougeTokenizer, cjk_rule, script_language, split_sentences
 
 ROUGE_TYPES = {"rouge1": "ROUGE-1", "rouge2": "ROUGE-2", "rougeL": "ROUGE-L", "rougeLsum": "ROUGE-Lsum"}
 MULTI_REF_RULES = ("max", "mean")
@@ -45,12 +45,15 @@ def prepare(text: str, language: str) -> str:
 
 
 def score_chunk(cfg: RougeConfig, items: Sequence[MetricInput]) -> list[dict[str, float]]:
-    """Per-item F1 for each ROUGE type, references combined by `cfg.multi_ref`."""
-    scorer = _scorer(cfg)
+    """Per-item F1 for each ROUGE type, references combined by `cfg.multi_ref`; an item with CJK text under
+    language en is cut as language cn cuts it (`text.script_language`)."""
     out = []
     for item in items:
-        pred = prepare(item.output, cfg.language)
-        per_ref = [scorer.score(prepare(ref, cfg.language), pred) for ref in item.references if ref.strip()]
+        refs = [ref for ref in item.references if ref.strip()]
+        lang = script_language(cfg.language, item.output, *refs)
+        scorer = _scorer(replace(cfg, language=lang))
+        pred = prepare(item.output, lang)
+        per_ref = [scorer.score(prepare(ref, lang), pred) for ref in refs]
         row = {}
         for key, name in ROUGE_TYPES.items():
             values = [s[key].fmeasure for s in per_ref]
@@ -78,12 +81,15 @@ class Rouge(LibraryMetric):
     def score(self, items: Sequence[MetricInput]) -> list[dict[str, float]]:
         self.check_references(items)
         _scorer(self.config)  # build (and load jieba) before forking
+        if any(script_language(self.language, it.output, *it.references) != self.language for it in items):
+            _scorer(replace(self.config, language="cn"))  # CJK items under en: jieba loaded before forking too
         return self.map_items(functools.partial(score_chunk, self.config), items)
 
     def signature(self) -> dict[str, Any]:
         return self.describe(
             library=library_version("rouge-score"),
             tokenizer=CachedRougeTokenizer.description(self.language, self.config.stemmer),
+            **({"cjk": cjk_rule(CachedRougeTokenizer.description("cn", False))} if self.language == "en" else {}),
             sentences=SENTENCE_SPLITTER,
             score="F1",
             refs=f"{self.config.multi_ref} over references",

@@ -47,6 +47,34 @@ def jieba_version() -> str:
     return f"jieba {jieba.__version__}"
 
 
+# --- the script of an item's texts ----------------------------------------------------------
+
+# Han (with extensions and compatibility ideographs), kana and Hangul: scripts written without spaces
+# between words (Korean has them, but rouge-score's tokenizer and SQuAD's split drop or glue its syllables)
+_CJK = re.compile("[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+                  "\uf900-\ufaff\U00020000-\U0003134f]")
+CJK_SCRIPTS = "Han, kana or Hangul characters"
+
+
+def has_cjk(text: str) -> bool:
+    return bool(text) and not text.isascii() and _CJK.search(text) is not None  # isascii: English costs ~nothing
+
+
+def script_language(language: str, *texts: str) -> str:
+    """The tokenizer one item gets: the config's `language`, except that under `en` an item whose texts (the
+    answer, the references) hold CJK characters is cut as `cn` cuts it (jieba): an English tokenizer drops or
+    glues those characters, and a Chinese answer equal to its Chinese reference scored ROUGE 0.0 (issue 47).
+    Items without them are cut exactly as before, so English-only scores do not change."""
+    if language == "en" and any(has_cjk(t) for t in texts):
+        return "cn"
+    return language
+
+
+def cjk_rule(tokenizer: str, whose: str = "answer or a reference") -> str:
+    """The signature's account of that rule under language en: which tokenizer, for which items."""
+    return f"{tokenizer}, for an item whose {whose} holds {CJK_SCRIPTS}"
+
+
 # --- plain words (Distinct) ----------------------------------------------------------------
 
 _WORD_RE = re.compile(r"\w+(?:['’]\w+)*")

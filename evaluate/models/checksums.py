@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import threading
 import time
@@ -14,16 +13,10 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_text
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from ..core.places import cache_dir
 
 
 # --------------------------------------------------------------------------- cache dir and hashing
-
-def cache_dir() -> Path:
-    env = os.environ.get("EVAL_CACHE_DIR")
-    return Path(env).expanduser().resolve() if env else REPO_ROOT / ".cache" / "models"
-
 
 _HASH_LOCK = threading.Lock()
 

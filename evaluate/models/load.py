@@ -6,7 +6,8 @@ No machine here reaches a model hub, so a model comes from one of:
 - a Hugging Face hub id, usable only where a hub (or a filled hub cache) is reachable.
 
 Loading a GGUF de-quantizes every tensor (15-55 s). So a GGUF is converted once into a bf16
-safetensors folder in the cache dir (``$EVAL_CACHE_DIR`` or ``<repo>/.cache/models``), which
+safetensors folder in the cache dir (``$EVAL_CACHE_DIR``, a checkout's ``.cache/models``, else the user's
+``~/.cache/llm-eval/models``: `evaluate.core.places`), which
 then reloads in about half a second. Every weight file is checked against its sha256 before use;
 the result of a check is remembered per (path, size, mtime) so a file is not re-hashed each run.
 """

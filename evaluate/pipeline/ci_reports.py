@@ -20,7 +20,6 @@ status with its exit code), for `$GITHUB_STEP_SUMMARY` or a merge-request commen
 from __future__ import annotations
 
 import math
-import os
 import re
 import socket
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any
 from xml.sax.saxutils import quoteattr, escape
 
 from ..core.errors import InputError
-from ..core.io import atomic_write_text
+from ..core.io import atomic_write_text, check_output_file
 from ..report.analysis import confirmatory, finite, num, significant
 from ..report.terminal import shown_scores
 from ..savepath.log import RunLog
@@ -139,14 +138,7 @@ class CIFiles:
         in the way, no write permission) is exit 2 now, not after the run."""
         for flag, p in (("--junit", junit), ("--markdown", markdown)):
             if p is not None:
-                parent = Path(p).expanduser().resolve().parent
-                existing = next(a for a in (parent, *parent.parents) if a.exists())
-                if not existing.is_dir():
-                    raise InputError(f"{flag} {p}: the folder {parent} cannot be made: {existing} is a file")
-                if existing != parent and not os.access(existing, os.W_OK | os.X_OK):
-                    raise InputError(f"{flag} {p}: the folder {parent} cannot be made: {existing} is not writable")
-                if Path(p).is_dir():
-                    raise InputError(f"{flag} {p}: is a folder; give a file name")
+                check_output_file(Path(p), flag)
         return cls(Path(junit) if junit else None, Path(markdown) if markdown else None)
 
     def add(self, label: str, data: RunLog | None, gates: list[GateResult], code: int, why: str, status: str,

@@ -29,6 +29,8 @@ from ..backends.base import (Backend, Completion, JudgeRequest, ProgressFn, Wrap
 from ..backends.batch import batch_line, read_result_file, request_body
 from ..backends.cache import CachedBackend
 from ..backends.pool import JudgePool
+from ..backends.registry import capabilities
+from ..backends import speed
 from ..core.errors import InputError
 from .plan import Prepared, family_context
 from .savedir import SaveDir
@@ -94,6 +96,7 @@ class _RecordingPool(JudgePool):
                 path = cache_path if cache_path is not None and cache_path.exists() else self._scratch / "empty.sqlite"
                 cache = _SeeingCache(_Recorder(real), path)
                 cache.price = opts.price  # a panel's estimate prices each judge's requests at its own price
+                cache.in_process = capabilities(opts).in_process  # its time is estimated from its measured speed
                 self.caches.append(cache)
                 self._keep(key, cache)
             return self._backends[key]
@@ -126,6 +129,7 @@ class Collected:
     missing: dict[str, JudgeRequest] = field(default_factory=dict)  # those the cache does not answer
     deferred: int = 0  # requests built on replies not in the cache yet: the next round's
     parts: list[tuple[list[JudgeRequest], dict[str, float] | None]] = field(default_factory=list)  # per judge
+    timed: list[tuple[list[JudgeRequest], dict[str, Any]]] = field(default_factory=list)  # in-process: signature
 
 
 def collect(prep: Prepared, log: Callable[[str], None] = lambda s: None) -> Collected:
@@ -157,6 +161,8 @@ def collect(prep: Prepared, log: Callable[[str], None] = lambda s: None) -> Coll
             out.missing.update(cache.missing)
             out.deferred += cache.deferred
             out.parts.append((list(cache.missing.values()), getattr(cache, "price", None)))
+            if getattr(cache, "in_process", False):
+                out.timed.append((list(cache.missing.values()), cache.inner.signature()))
             cache.close()
     return out
 
@@ -227,7 +233,32 @@ def estimate(prep: Prepared) -> dict[str, Any] | None:
         cost = cost_usd(prompt, completion, cfg.judge.price)
         out["cost_usd_max"] = round(cost, 4)
         out["batch_cost_usd_max"] = round(cost / 2, 4)
+    if got.timed:
+        out.update(local_time(got.timed))
     return out
+
+
+def local_time(timed: list[tuple[list[JudgeRequest], dict[str, Any]]]) -> dict[str, Any]:
+    """The seconds an in-process judge's requests will take, from its measured speed on this machine
+    (evaluate.backends.speed): `local_seconds` (None where a judge was never measured here) and how."""
+    total, how = 0.0, []
+    for reqs, sig in timed:
+        if not reqs:
+            continue
+        fitted = speed.measured(sig)
+        if fitted is None:
+            return {"local_seconds": None, "local_time": f"{sig.get('model', 'the judge')} has not been measured on "
+                                                          "this machine yet (a run records its speed)"}
+        total += fitted.seconds(reqs)
+        short = "" if fitted.generated or all(r.max_tokens <= 1 for r in reqs) else "at least "
+        how.append(f"{short}{sig.get('model', 'the judge')}: {fitted.describe()}")
+    return {"local_seconds": round(total, 3), "local_time": "; ".join(how)}
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return (f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h") + f" ({seconds:,.0f} s)"
 
 
 def describe_estimate(est: dict[str, Any] | None) -> str:
@@ -240,8 +271,13 @@ def describe_estimate(est: dict[str, Any] | None) -> str:
                  f"${est['batch_cost_usd_max']:.4f}")
     elif est.get("cost_note"):
         text += f"; {est['cost_note']}"
-    return text + ("\n  (requests that depend on earlier replies, e.g. SAGEval's second agent and re-asks, are "
-                   "counted once those replies are cached)")
+    text += ("\n  (requests that depend on earlier replies, e.g. SAGEval's second agent and re-asks, are "
+             "counted once those replies are cached)")
+    if "local_seconds" in est:
+        text += ("\nlocal judge time: " + (f"about {_duration(est['local_seconds'])}, an upper bound where replies end "
+                                           f"before max_tokens ({est['local_time']})" if est["local_seconds"] is not None
+                                           else f"not estimated: {est['local_time']}"))
+    return text
 
 
 def prefetch_batches(prep: Prepared, judges: JudgePool, *, max_rounds: int = 6,

@@ -45,15 +45,14 @@ from ..core.errors import ConfigError, InputError
 from ..core.io import safe_name, read_structured  # noqa: F401  (re-exported: config files are read with it)
 from ..savepath.layout import answers_file
 from ..core.options import parse_options, short as _short, type_name as _type_name
+from ..core.places import PROMPTS
 from ..core.registry import suggest
 from ..core.secrets import scrub_url
-from ..families import FAMILY_REGISTRY, family_names
+from ..families import FAMILY_REGISTRY, Context, family_names, get_family
 from ..families.gpt import CATEGORY_KEYS, check_cascade
 from ..families.metrics import check_metric_options, resolve_option_paths
 from ..judges.panel_config import PanelConfig, parse_panel
 from ..track.options import parse_track
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 BASE_KEYS = (
     "language", "path_for_UniEval", "category", "answers", "target_file", "save_path", "prompts",
@@ -169,8 +168,9 @@ class RunConfig:
         return _resolve(self.source.resolve().parent if self.source else None, str(value))
 
     def default_prompt(self, kind: str) -> Path:
-        """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language."""
-        return REPO_ROOT / "prompts" / f"{kind}_prompt_{self.language}.json"
+        """The project's own prompt file for `kind` ("battle" or "evaluation") in the config's language (shipped
+        inside the package: evaluate/prompts/)."""
+        return PROMPTS / f"{kind}_prompt_{self.language}.json"
 
 
 def scrubbed_judge(judge: JudgeOptions) -> dict[str, Any]:
@@ -485,8 +485,26 @@ def parse_config(raw: Any, source: Path | None = None) -> RunConfig:
         chk.problems.extend(problems)
 
     if chk.problems:
-        raise ConfigError(chk.problems, src)
+        raise ConfigError(chk.problems + [p for p in name_problems(cfg) if p not in chk.problems], src)
     return cfg
+
+
+def name_problems(cfg: RunConfig) -> list[str]:
+    """The names each category lists (metrics, GPT metrics, UniEval dimensions...), checked by their families
+    as far as they can be without the answer files. The plan checks them again with the answers; this is for a
+    config refused for other reasons, so that its one message names every problem (issue 47: `target_flie`
+    was reported, and `BLUE` only after it was fixed). Best effort on a config that did not load whole."""
+    out: list[str] = []
+    for cat, fams in cfg.categories.items():
+        for fam, names in fams.items():
+            if not names:
+                continue
+            try:
+                ctx = Context(cfg=cfg, options=cfg.family_options(fam), family=fam)
+                out += get_family(fam).validate(ctx, cat, names, f"category.{cat}.{fam}", used=False)
+            except Exception:  # noqa: BLE001 - a check that needs what did not load is left to the plan
+                continue
+    return out
 
 
 def judge_reachability(cfg: RunConfig) -> None:

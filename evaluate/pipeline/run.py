@@ -53,16 +53,25 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
 
 
 def plan_only(cfg: RunConfig, families: list[str], check: Callable[[Prepared], None] | None = None) -> dict[str, Any]:
-    """The plan and, for an HTTP or priced judge, the requests, tokens and cost; nothing is scored.
+    """The plan and, for an HTTP, priced or local judge, the requests, tokens and cost (a local judge's time from
+    its measured speed); nothing is scored.
     `check(prepared)`: more checks of the input (the gates' names) before the estimate."""
     prep = prepare(cfg, families)
     if check is not None:
         check(prep)
     out = {"dry_run": True, "plan": prep.plan.to_dict(),
            "plan_text": "\n".join([prep.plan.describe(), *missing_lines(prep.sets)])}
-    if any(capabilities(j).http or j.price for _, j in judge_blocks(cfg)):
-        out["estimate"] = estimate(prep)
-        out["plan_text"] += "\n" + describe_estimate(out["estimate"])
+    paid = any(capabilities(j).http or j.price for _, j in judge_blocks(cfg))
+    if paid or any(capabilities(j).in_process for _, j in judge_blocks(cfg)):
+        try:
+            out["estimate"] = estimate(prep)
+        except InputError as exc:  # a local judge whose weights are not here yet: the run says so, not the plan
+            if paid:
+                raise
+            why = str(exc).splitlines()[0]
+            out["plan_text"] += f"\nlocal judge time: not estimated ({why[:160]}{'…' if len(why) > 160 else ''})"
+        else:
+            out["plan_text"] += "\n" + describe_estimate(out["estimate"])
     return out
 
 

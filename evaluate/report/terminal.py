@@ -25,6 +25,7 @@ import os
 import shutil
 import sys
 import textwrap
+import unicodedata
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -55,10 +56,15 @@ def _row(name: str, w: int, rest: str, indent: str = "") -> list[str]:
     return [f"{indent}{name}", f"{indent}{'':<{w}}{rest}"]
 
 
+def _columns(text: str) -> int:
+    """The terminal columns `text` takes: East Asian wide and full-width characters take two (`模型-α`: 6)."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def _heads(names: list[str], w: int) -> tuple[list[str], list[str]]:
     """Column headers for model names in columns `w` wide: the names where they all fit, else (1), (2),
     ... and a legend line per column naming it in full."""
-    if all(len(n) <= w for n in names):
+    if all(_columns(n) <= w for n in names):
         return names, []
     return [f"({i})" for i in range(1, len(names) + 1)], [f"({i}) {n}" for i, n in enumerate(names, 1)]
 
@@ -107,10 +113,10 @@ def shown_scores(data: RunLog, scores: Sequence[str] | None = None) -> list[str]
 
 def _means_table(data: RunLog, keys: list[str], width: int) -> list[str]:
     models = data.models
-    col = max(7, min(12, max(len(m) for m in models)))
+    col = max(7, min(12, max(_columns(m) for m in models)))
     score_w = max(12, min(SCORE_W, width - (col + 1) * len(models)))
     heads, legend = _heads(list(models), col)
-    lines = legend + [f"{'mean, all items':<{score_w}}" + "".join(f" {h:>{col}}" for h in heads)]
+    lines = legend + [f"{'mean, all items':<{score_w}}" + "".join(" " * (col + 1 - _columns(h)) + h for h in heads)]
     judged: dict[str, list[str]] = {}  # a panel score -> its judges' own keys, shown under it
     for k in sorted({k for r in data.results for k in _overall(r)}):
         base, judge = split_judge_key(k)

@@ -9,6 +9,8 @@ read only when the person opens it (and then cached by `catalog`).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -105,6 +107,10 @@ class Header:
     labels: int = 0
     problems: list[str] = field(default_factory=list)
     modified: float = 0.0
+    # how its scores were made (manifest config: language, categories' lists, metric options, prompts, judge):
+    # runs of the same models are a trend only when this agrees (runs.trend_groups)
+    basis: str = ""
+    language: str | None = None
 
 
 def read_header(save_path: Path) -> Header:
@@ -137,6 +143,7 @@ def read_header(save_path: Path) -> Header:
         check = manifest.get("judge_check")
         if isinstance(check, dict):
             h.trust = {"trustworthy": check.get("trustworthy"), "verdict": check.get("verdict")}
+        h.basis, h.language = scoring_basis(manifest.get("config") or {}), (manifest.get("config") or {}).get("language")
     if not h.models:  # no manifest yet (a run in progress, models run one at a time): the result files' names,
         folder = layout.results_dir(save_path)  # not their content, which may be large
         h.models = sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
@@ -148,6 +155,24 @@ def read_header(save_path: Path) -> Header:
     h.battles = folder.is_dir() and any(folder.glob("*__vs__*.json"))
     h.labels = len(read_labels(save_path).labels) if layout.labels_file(save_path).is_file() else 0
     return h
+
+
+BASIS_KEYS = ("language", "category", "metric_options", "gpt_with_reference", "battle", "panel", "unieval",
+              "repeval", "sageval")  # what decides how a score is made; not where the answers or results are
+
+
+def scoring_basis(config: dict[str, Any]) -> str:
+    """A short hash of what makes two runs' scores comparable: the config's language, the categories with
+    their families' lists, metric options, the families' blocks, the prompt files (by name) and the judge
+    (its backend and model, not its server's address). The English and Chinese examples share their models'
+    names and categories; they differ here (issue 47: the viewer's trend put them in one group, empty)."""
+    judge = config.get("judge")
+    judges = judge if isinstance(judge, list) else [judge]
+    basis = {k: config.get(k) for k in BASIS_KEYS}
+    basis["judge"] = [(j.get("name"), j.get("backend"), j.get("model")) if isinstance(j, dict) else None for j in judges]
+    basis["prompts"] = {k: Path(str(v)).name for k, v in (config.get("prompts") or {}).items() if v}
+    text = json.dumps(basis, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
 
 
 def load_run(save_path: Path) -> RunLog:

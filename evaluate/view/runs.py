@@ -10,7 +10,7 @@ from itertools import combinations
 from typing import Any, Callable, Iterable
 
 from ..core.errors import InputError
-from ..report.analysis import interval_label, judge_check_shown, judge_warnings, num
+from ..report.analysis import interval_label, judge_check_shown, judge_warnings, num, verdict_detail
 from ..report.page import pairs
 from .items import RunView, finite
 
@@ -46,8 +46,10 @@ def headline(view: RunView) -> dict[str, Any]:
             entry["battle"]["lc_ci"] = ctrl.get("lc_ci")
         out.append(entry)
     check = judge_check_shown(data)
+    # the verdict without its leading "NOT trustworthy: ": the page says that word itself (it read twice)
     return {"pairs": out, "judge_check": {"trustworthy": check.get("trustworthy"),
-                                          "verdict": check.get("verdict_text")} if check else None,
+                                          "verdict": verdict_detail(str(check.get("verdict_text") or ""))}
+            if check else None,
             "warnings": judge_warnings(data), "problems": list(data.problems)}
 
 
@@ -55,15 +57,18 @@ def headline(view: RunView) -> dict[str, Any]:
 
 def trend_groups(headers: Iterable[Any], compare: Callable[[Any, Any], list[dict[str, Any]]],
                  rid: Callable[[Any], str], name: Callable[[Any], str]) -> list[dict[str, Any]]:
-    """Runs with the same set of models and categories, oldest first, each primary score of each model as a series of
-    means, and between each two consecutive runs the paired verdict (`compare(header_a, header_b)`: the
-    comparisons of `eval.py compare`, run A the earlier). Groups of one run are left out."""
-    groups: dict[tuple[tuple[str, ...], tuple[str, ...]], list[Any]] = {}
-    for h in headers:  # the same models on the same categories: a nightly job's runs, not any two runs of them
+    """Runs with the same set of models and categories whose scores are made the same way (`Header.basis`: the
+    config's language, lists, options, prompts and judge), oldest first; each primary score of each model as a
+    series of means, and between each two consecutive runs the paired verdict (`compare(header_a, header_b)`:
+    the comparisons of `eval.py compare`, run A the earlier). Each series carries the scale its sparkline is
+    drawn on (`series_scales`). Groups of one run are left out."""
+    groups: dict[tuple[tuple[str, ...], tuple[str, ...], str], list[Any]] = {}
+    for h in headers:  # the same models on the same categories, scored alike: a nightly job's runs
         if h.models:
-            groups.setdefault((tuple(sorted(h.models)), tuple(sorted(h.categories))), []).append(h)
+            groups.setdefault((tuple(sorted(h.models)), tuple(sorted(h.categories)), getattr(h, "basis", "")),
+                              []).append(h)
     out = []
-    for (models, categories), runs in groups.items():
+    for (models, categories, _), runs in groups.items():
         if len(runs) < 2:
             continue
         runs = sorted(runs, key=when)
@@ -82,15 +87,37 @@ def trend_groups(headers: Iterable[Any], compare: Callable[[Any, Any], list[dict
                         continue
                     s = series.setdefault((model, r["score"]), {"model": model, "score": r["score"],
                                                                 "values": [None] * len(runs),
-                                                                "steps": [None] * (len(runs) - 1)})
+                                                                "steps": [None] * (len(runs) - 1),
+                                                                "scale": r.get("scale")})
                     if s["values"][i] is None:
                         s["values"][i] = r.get("mean_a")
                     s["values"][i + 1] = r.get("mean_b")
                     s["steps"][i] = step(r, name(ha), name(hb), model)
         out.append({"models": list(models), "categories": list(categories),
+                    "language": getattr(runs[-1], "language", None), "judge": getattr(runs[-1], "judge", None),
                     "runs": [{"rid": rid(h), "name": name(h), "time": when(h)} for h in runs],
-                    "series": sorted(series.values(), key=lambda s: (s["model"], s["score"])), "errors": errors})
+                    "series": series_scales(sorted(series.values(), key=lambda s: (s["model"], s["score"]))),
+                    "errors": errors})
     return out
+
+
+def series_scales(series: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One honest scale per score for its sparklines: the score's own (its signature's: 0-1, 1-5), shared by
+    every model's row; where it has none, the range of every value of that score in the group. Before, each
+    row scaled to its own values, and 3.477 -> 3.480 looked as steep as 0.833 -> 1.000 (issue 47)."""
+    spans: dict[str, list[float]] = {}
+    for s in series:
+        spans.setdefault(s["score"], []).extend(v for v in s["values"] if finite(v))
+    for s in series:
+        scale = s.get("scale")
+        if not (isinstance(scale, list) and len(scale) == 2 and all(finite(v) for v in scale) and scale[1] > scale[0]):
+            vals = spans[s["score"]]
+            scale = [min(vals), max(vals)] if vals else None
+            s["scale_from"] = "the values of this score in these runs"
+        else:
+            s["scale_from"] = "the score's scale"
+        s["scale"] = scale
+    return series
 
 
 def when(h: Any) -> str:

@@ -145,6 +145,7 @@
     keys = null;
     clear(main);
     crumb.textContent = "";
+    keyHint(r.view);
     if (!token) {
       add(main, el("p", "error", "No access token: open the address `eval.py view` printed (it ends in ?token=...)."));
       return;
@@ -154,6 +155,17 @@
     else if (r.view === "item") done(itemPage(r, my));
     else if (r.view === "compare") done(comparePage(r, my));
     else done(runsPage(my));
+  }
+
+  // the key line under the title: on the compare page A and B are runs, not the models a label names
+  function keyHint(view) {
+    var p = document.querySelector("header .keys");
+    if (!p) return;
+    var kbd = function (k) { return el("kbd", null, k); };
+    clear(p);
+    add(p, "keys: ", kbd("j"), " / ", kbd("k"), " next / previous, ", kbd("Enter"), " open, ", kbd("Esc"), " back");
+    if (view === "compare") add(p, "; here A and B are the two runs (A the earlier, B the later), not models: labels are given on an item page of one run");
+    else add(p, ", on an item ", kbd("a"), " ", kbd("b"), " ", kbd("t"), " label it (A better, B better, tie: A and B the pair's two models)");
   }
 
   function runInfo(rid, fresh) {
@@ -213,12 +225,16 @@
     });
   }
 
-  function spark(values, steps) {
+  // drawn on `scale` ([low, high]: the score's own, shared by every row of that score), never on the row's
+  // own range, which made 3.477 -> 3.480 look as steep as 0.833 -> 1.000
+  function spark(values, steps, scale) {
     var NS = "http://www.w3.org/2000/svg", svg = document.createElementNS(NS, "svg");
     svg.setAttribute("class", "spark"); svg.setAttribute("viewBox", "0 0 160 36");
     var pts = values.map(function (v, i) { return [i, v]; }).filter(function (p) { return typeof p[1] === "number"; });
     if (!pts.length) return svg;
-    var lo = Math.min.apply(null, pts.map(function (p) { return p[1]; })), hi = Math.max.apply(null, pts.map(function (p) { return p[1]; }));
+    var lo = scale ? scale[0] : Math.min.apply(null, pts.map(function (p) { return p[1]; }));
+    var hi = scale ? scale[1] : Math.max.apply(null, pts.map(function (p) { return p[1]; }));
+    if (scale) svg.setAttribute("data-scale", lo + " " + hi);
     var x = function (i) { return 8 + (values.length > 1 ? i * 144 / (values.length - 1) : 72); };
     var y = function (v) { return hi > lo ? 30 - (v - lo) / (hi - lo) * 24 : 18; };
     var line = document.createElementNS(NS, "polyline");
@@ -244,7 +260,9 @@
       "eval.py compare (the later run B against the earlier A, over the items both hold)."));
     groups.forEach(function (g) {
       var sec = add(el("div", "pair trend"), el("h3", null, g.models.join(", ") + ": " + g.runs.length + " runs"),
-                    el("p", "muted", g.categories.length + " categories: " + g.categories.join(", ")));
+                    el("p", "muted", g.categories.length + " categories: " + g.categories.join(", ") +
+                       (g.language ? "; language " + g.language : "") + "; judge " + (g.judge || "none") +
+                       " (runs are grouped when their scores are made the same way: language, lists, options, prompts, judge)"));
       var head = ["model", "score", "trend"];
       g.runs.forEach(function (r, i) {
         var th = el("th", "num");
@@ -258,7 +276,9 @@
       var t = table(head, "trend");
       var news = [];
       g.series.forEach(function (s) {
-        var cells = [td(s.model), td(s.score), add(el("td"), spark(s.values, s.steps))];
+        var line = add(el("td"), spark(s.values, s.steps, s.scale));
+        if (s.scale) line.title = "drawn on " + fmt(s.scale[0]) + " to " + fmt(s.scale[1]) + " (" + s.scale_from + ")";
+        var cells = [td(s.model), td(s.score), line];
         s.values.forEach(function (v, i) {
           var c = el("td", "num", fmt(v));
           var st = i > 0 ? s.steps[i - 1] : null;
@@ -273,7 +293,8 @@
         var last = s.steps[s.steps.length - 1];
         if (last) news.push(last);
       });
-      add(sec, add(el("div", "scroll"), t.table));
+      if (!g.series.length) add(sec, el("p", "muted no-series", "No primary score could be compared between these runs (the items they share, or their scores' signatures, differ)."));
+      else add(sec, add(el("div", "scroll"), t.table));
       var ul = el("ul", "news");
       news.forEach(function (st) { add(ul, el("li", "step-text " + st.word.replace(/ /g, "-"), st.text)); });
       add(sec, el("p", null, "Latest run against the one before:"), ul);
