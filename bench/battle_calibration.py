@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluate.pipeline.metaeval import RULE_LABELS, VERDICT_NAMES  # noqa: E402
+from evaluate.metaeval.run import RULE_LABELS, VERDICT_NAMES  # noqa: E402
 from evaluate.stats.label_agreement import verdict_agreement  # noqa: E402
 from evaluate.stats.position import TIE_BAND, calibrate  # noqa: E402
 

@@ -25,7 +25,7 @@ from evaluate.pipeline.config import load_config  # noqa: E402
 from evaluate.families import Context  # noqa: E402
 from evaluate.families.gpt import battle_judge  # noqa: E402
 from evaluate.judgecheck import read_pairs, select_pairs  # noqa: E402
-from evaluate.pipeline.metaeval import row_record  # noqa: E402
+from evaluate.metaeval.run import row_record  # noqa: E402
 from evaluate.stats.battle import OUTCOME, judge_bias, length_controlled_win_rate, style_features  # noqa: E402
 
 

@@ -97,7 +97,7 @@ def generate(save: Path, n_items: int, n_models: int, seed: int = 0) -> None:
     from evaluate.pipeline.comparisons import write_comparisons
 
     write_comparisons(save)  # every pair decided as a run decides it, from the result files
-    from evaluate.pipeline.charts import write_charts
+    from evaluate.report.charts import write_charts
     from evaluate.pipeline.results import load_all
 
     results = load_all(save)

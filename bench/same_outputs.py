@@ -16,8 +16,9 @@ present, and the label-free judge check on the fake server. The local Qwen judge
 The checkout is copied to one place (PLACE; its source files only) before it runs, so the paths a config
 resolves to, and so the config's hash, are the same for every checkout. PNG charts and SQLite files are
 compared by name only (matplotlib writes its version and time into a PNG; a cache's pages are not
-ordered). Masked: run ids, ISO times, `N s`/`N ms` durations, and in JSON every key that holds a time or a
-duration (TIMING_KEYS). About 3 minutes on two busy cores.
+ordered). Masked: run ids, ISO times, `N s`/`N ms` durations, sizes (`0.7 MB`: a SQLite file's), and in JSON
+every key that holds a time or a duration (TIMING_KEYS); stderr is compared as a sorted set of lines (the
+progress lines come in the order the units finish). About 3 minutes on two busy cores.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ REPO = Path(__file__).resolve().parents[1]
 RUN_ID = re.compile(r"\d{8}T\d{6}Z-(?:[a-z]+-)?[0-9a-f]{6}")
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?")
 SECONDS = re.compile(r"\b\d+(?:\.\d+)? ?(?:s|ms|seconds|min)\b")
+SIZE = re.compile(r"\b\d+(?:\.\d+)? ?(?:B|kB|KB|MB|GB)\b")  # a SQLite cache's size on disk varies
 RATE = re.compile(r"\b\d+(?:\.\d+)? ?(?:it|items|requests|req)/s\b")
 TIMING_KEYS = re.compile(r"(time|tstamp|^bytes$|seconds|duration|elapsed|started|finished|created|_at$|_s$|_ms$|per_second|"
                          r"throughput|latency|wall)", re.I)
@@ -146,6 +148,7 @@ def mask(text: str, root: Path, out: Path) -> str:
     text = RUN_ID.sub("<RUN_ID>", text)
     text = ISO.sub("<TIME>", text)
     text = RATE.sub("<RATE>", text)
+    text = SIZE.sub("<SIZE>", text)
     return SECONDS.sub("<SECONDS>", text)
 
 
@@ -199,7 +202,8 @@ def run_all(checkout: Path, quiet: bool = False) -> tuple[dict[str, str], dict[s
                 print(f"  {name:<12} exit {proc.returncode}  {times[name]:6.1f} s", flush=True)
             texts[f"{name}: exit"] = str(proc.returncode)
             texts[f"{name}: stdout"] = mask(proc.stdout, root, out)
-            texts[f"{name}: stderr"] = mask(proc.stderr, root, out)
+            # stderr's progress lines come in the order units finish (side by side for an HTTP judge): sorted
+            texts[f"{name}: stderr"] = "\n".join(sorted(mask(proc.stderr, root, out).splitlines()))
         for p in sorted(out.rglob("*")):
             if not p.is_file():
                 continue

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from .core.errors import InputError
 from .core.io import read_structured
-from .pipeline.gates import GateResult, GateView, check_names, evaluate, parse_gates
+from .ci.gates import GateResult, GateView, check_names, evaluate, parse_gates
 from .savepath.log import NoResults, RunLog, ScoreRow
 
 __all__ = ["ScoreRow", "SavedRun", "open_run", "run", "InputError"]
@@ -137,6 +137,7 @@ def run(config: str | Path | dict[str, Any], overrides: dict[str, Any] | None = 
     `families`: e.g. ["Metrics"]; default all. `log`: the progress lines (default: none)."""
     from .pipeline.config import parse_config
     from .pipeline.plan import select_families
+    from .judgecheck.store import attach_to_run
     from .pipeline.run import run_job
 
     if isinstance(config, dict):
@@ -149,5 +150,6 @@ def run(config: str | Path | dict[str, Any], overrides: dict[str, Any] | None = 
     cfg = parse_config(_merge(raw, overrides or {}), source=source)
     if missing is not None:
         cfg.missing = missing
-    outcome = run_job(cfg, families=select_families(families, None), charts=charts, log=log)
+    outcome = run_job(cfg, families=select_families(families, None), charts=charts, log=log,
+                      attach_check=attach_to_run)
     return SavedRun(cfg.save_path)

@@ -337,7 +337,7 @@ def test_a_judge_cache_shared_across_save_paths(tmp_path):
 # ---------------------------------------------------------------------- the parts, in process
 def test_gate_syntax():
     from evaluate.core.errors import InputError
-    from evaluate.pipeline.gates import parse_fail_under, parse_fail_if_worse, parse_win_rate
+    from evaluate.ci.gates import parse_fail_under, parse_fail_if_worse, parse_win_rate
 
     cases = {"BLEU-4=0.2": ("", "", "BLEU-4", 0.2), "closed_qa:GPT/correctness=3.5": ("", "closed_qa", "GPT/correctness", 3.5),
              "m:closed_qa:F1=1": ("m", "closed_qa", "F1", 1.0), "m::F1=0.5": ("m", "", "F1", 0.5),
@@ -361,7 +361,7 @@ def test_gate_syntax():
 
 
 def test_relative_gates_read_comparison_rows_and_battles():
-    from evaluate.pipeline.gates import parse_fail_if_worse, parse_win_rate, win_rate_failures, worse_failures
+    from evaluate.ci.gates import parse_fail_if_worse, parse_win_rate, win_rate_failures, worse_failures
 
     comp = {"model_a": "a", "model_b": "b", "rows": [
         {"category": "(all)", "score": "GPT/relevance", "mean_a": 4.0, "mean_b": 2.0, "better": "a",

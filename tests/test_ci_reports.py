@@ -227,7 +227,7 @@ def test_junit_and_markdown_on_a_run_and_on_the_saved_run(tmp_path, rule_metric,
 
 
 def test_rule_checks_by_name_and_their_reasons():
-    from evaluate.pipeline.ci_reports import is_rule_check, rule_cases
+    from evaluate.ci.reports import is_rule_check, rule_cases
 
     assert is_rule_check("Metrics/ExactMatch", {}, [0, 1, 1])
     assert is_rule_check("Metrics/Contains-all", None, [1.0])

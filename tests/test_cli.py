@@ -195,7 +195,7 @@ def test_a_chart_draws_no_error_bar_where_there_is_no_interval(tmp_path, monkeyp
     matplotlib.use("Agg")
     from matplotlib.axes import Axes
 
-    from evaluate.pipeline import charts
+    from evaluate.report import charts
 
     drawn = []
     real_bar, real_title = Axes.bar, Axes.set_title

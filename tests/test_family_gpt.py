@@ -145,7 +145,7 @@ def test_battle_chart_draws_weighted_verdicts_beside_parsed(tmp_path):
     chart must show both, or a reader sees only grey ties."""
     import matplotlib.image as mpimg
 
-    from evaluate.pipeline.charts import write_battle_charts
+    from evaluate.report.charts import write_battle_charts
     from evaluate.core.io import atomic_write_json
     from evaluate.judges.battle_summary import by_category
     from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment

@@ -15,7 +15,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from evaluate.judgecheck.labels import MIN_LABELS, agreement, check_labels
-from evaluate.pipeline.checkstore import verdict_of
+from evaluate.judgecheck.store import verdict_of
 from evaluate.savepath.labels import Label, append_label
 
 try:

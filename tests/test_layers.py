@@ -18,6 +18,10 @@ LOW = ("evaluate/core", "evaluate/backends")  # what every evaluator may build o
 SAVEPATH = "evaluate/savepath"  # the save path's format: every layer that writes or reads one builds on it
 BENCHMARKS = ("evaluate/benchmarks", "evaluate/benchmarks/mt_bench", "evaluate/benchmarks/alpaca_eval",
               "evaluate/benchmarks/arena_hard")  # each benchmark a package, above the run
+ABOVE_RUN = ("evaluate/ci", "evaluate/metaeval", "evaluate/compare", "evaluate/judgecheck", "evaluate/generation",
+             *BENCHMARKS)  # what builds on a run: gates and CI files, meta-evaluation, run-to-run comparison, ...
+RUN_MODULES = {"config", "answers", "plan", "run", "schedule", "shard", "merge", "collect", "savedir", "results",
+               "outputs", "comparisons", "item_sets"}  # pipeline/ holds the run and nothing else
 
 
 def _package_of(module: str) -> str | None:
@@ -256,13 +260,22 @@ def test_the_save_path_package_builds_on_the_core_alone():
     assert {"evaluate/pipeline", "evaluate/report", "evaluate/generation", *BENCHMARKS[1:]} <= users
 
 
-def test_the_run_sits_below_the_benchmarks_generation_and_the_judge_check():
-    """`pipeline/` holds the run; the benchmarks (each in its package), generation and the judge check
-    build on it and never the other way round."""
+def test_the_run_sits_below_what_builds_on_it():
+    """`pipeline/` holds the run; the benchmarks (each in its package), generation, the judge check and
+    its store, the gates and CI files, meta-evaluation and run-to-run comparison build on it and never
+    the other way round (the run is handed the judge check's lookup, `run_job(attach_check=...)`)."""
     graph = package_graph()
-    assert set(BENCHMARKS) <= set(graph)
+    assert set(ABOVE_RUN) <= set(graph)
     for pkg in ("evaluate/pipeline", "evaluate/report", "evaluate/families"):
-        assert not graph[pkg] & {*BENCHMARKS, "evaluate/generation", "evaluate/judgecheck"}, (pkg, graph[pkg])
+        assert not graph[pkg] & set(ABOVE_RUN), (pkg, graph[pkg] & set(ABOVE_RUN))
+    assert "evaluate/pipeline" not in graph["evaluate/report"]  # the charts read results, typed only for the checker
+
+
+def test_the_run_package_holds_only_the_run():
+    """Gates, CI reports, meta-evaluation, the judge check's store, charts and `compare` left pipeline/ for
+    the packages whose job they are; a module added to pipeline/ is named here or goes elsewhere."""
+    modules = {p.stem for p in (REPO / "evaluate" / "pipeline").glob("*.py")}
+    assert modules == RUN_MODULES, modules ^ RUN_MODULES
 
 
 def test_evaluators_build_only_on_the_lower_layers():

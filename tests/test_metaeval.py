@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from evaluate.pipeline.metaeval import correlations, format_report, pairwise_accuracy, run_metaeval
+from evaluate.metaeval.run import correlations, format_report, pairwise_accuracy, run_metaeval
 
 try:
     from tests.fake_openai_server import Reply, fake_openai  # noqa: F401
@@ -221,7 +221,7 @@ def test_a_pairwise_answer_that_is_a_json_scalar_is_read_as_its_text(tmp_path):
     """PandaLM has answers that are JSON `true`: read as the text "true", not a refusal of the file;
     null or a list is still refused with the line and id."""
     from evaluate.core.errors import InputError
-    from evaluate.pipeline.metaeval import read_metaeval_rows as read_jsonl
+    from evaluate.metaeval.run import read_metaeval_rows as read_jsonl
 
     rows = [{"id": "p1", "instruction": "Is it odd?", "response_a": True, "response_b": "Yes, it is.", "label": "a"},
             {"id": "p2", "instruction": "2+2?", "response_a": 4, "response_b": "four", "label": "tie"}]

@@ -248,13 +248,13 @@ def test_generated_answers_in_a_run_are_written_by_the_save_path_package(tmp_pat
 
 
 def test_the_trace_catches_a_file_another_module_writes(tmp_path, traced):
-    from evaluate.pipeline.ci_reports import CIFiles
+    from evaluate.ci.reports import CIFiles
 
     root = tmp_path / "out"
     sp_write.write_json(root / "results" / "m.json", {"model": "m"})
     traced.check(root)  # the save path's own writer: passes
-    CIFiles(root / "gates.xml", None).write()  # --junit pointed into a save path: evaluate/pipeline/ci_reports.py
-    with pytest.raises(AssertionError, match=r"evaluate/pipeline/ci_reports\.py"):
+    CIFiles(root / "gates.xml", None).write()  # --junit pointed into a save path: evaluate/ci/reports.py
+    with pytest.raises(AssertionError, match=r"evaluate/ci/reports\.py"):
         traced.check(root)
     (tmp_path / "other").mkdir()
     (tmp_path / "other" / "x.txt").write_bytes(b"")  # made by no project module, and no trace missed it
@@ -387,7 +387,7 @@ WRITERS_ELSEWHERE = {
     "evaluate/generation/benchmark_flag.py": "a dry run's stand-in answers, in a temporary folder",
     "evaluate/generation/offline.py": "generate --export-requests FILE.jsonl, a path the user names",
     "evaluate/cli.py": "os.devnull, where stdout points once its reader has gone (eval.py help | head)",
-    "evaluate/pipeline/ci_reports.py": "--junit FILE.xml and --markdown FILE.md, paths the user names",
+    "evaluate/ci/reports.py": "--junit FILE.xml and --markdown FILE.md, paths the user names",
 }
 WRITE_CALLS = {"atomic_write_json", "atomic_write_text", "atomic_write_bytes", "write_text", "write_bytes",
                "savefig", "to_csv", "copy2", "copyfile", "copyfileobj", "copytree"}

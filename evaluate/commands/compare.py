@@ -11,7 +11,7 @@ from pathlib import Path
 from ..core.errors import InputError
 from ..core.io import atomic_write_json
 from ..pipeline.comparisons import NOT_COMPARABLE
-from ..pipeline.runs_compare import compare_runs, refused_rows
+from ..compare.runs import compare_runs, refused_rows
 from .common import EXIT_OK, Parser
 
 
@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     if args.out:
         atomic_write_json(args.out, {"schema": "llm-eval-run-comparison/2", "comparisons": comps})
     if args.report:
-        from ..pipeline.runs_compare import comparison_view
+        from ..compare.runs import comparison_view
         from ..report.page import write_report
 
         print(f"report: {write_report(args.run_b, args.report, data=comparison_view(args.run_a, args.run_b, comps))}")

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_json, check_output_dir, read_structured
-from ..pipeline.metaeval import _positive, format_report, parse_sets, run_metaeval
+from ..metaeval.run import _positive, format_report, parse_sets, run_metaeval
 
 
 def main(argv: list[str]) -> int:

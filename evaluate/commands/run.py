@@ -194,7 +194,7 @@ def _judge_check(cfg: RunConfig, args: argparse.Namespace, families) -> int:
 
 def _known_check(gates):
     """The gates' names against what the prepared run will produce (exit 2 before anything is paid)."""
-    from ..pipeline.gates import check_names, known_of
+    from ..ci.gates import check_names, known_of
 
     def check(prep) -> None:
         if gates:
@@ -207,7 +207,8 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
              ci_files=None) -> tuple[int, str]:
     """One config's run: its exit code and, when not 0, the reason for the last line."""
     from ..backends.probing import probe_judge
-    from ..pipeline.gates import evaluate, failure_reason, outcome_lines, status_word, view_of_run
+    from ..ci.gates import evaluate, failure_reason, outcome_lines, status_word, view_of_run
+    from ..judgecheck.store import attach_to_run
     from ..pipeline.run import JudgeStopped, plan_only, run_job
 
     if any(a.generate is not None for a in cfg.answers):  # answers: entries that name a model
@@ -245,7 +246,8 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
     if args.judge_check is not None:
         check_code = _judge_check(cfg, args, families)
     try:
-        outcome = run_job(cfg, families=families, charts=not args.no_charts, check=_known_check(gates))
+        outcome = run_job(cfg, families=families, charts=not args.no_charts, check=_known_check(gates),
+                          attach_check=attach_to_run)
     except JudgeStopped as exc:
         print("status: failed")
         if ci_files is not None:
@@ -321,7 +323,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from ..pipeline.plan import select_families
     from ..pipeline.run import plan_only
-    from ..pipeline.gates import parse_gates
+    from ..ci.gates import parse_gates
 
     gates = parse_gates(args.fail_under, args.fail_if_worse, args.fail_under_win_rate, args.fail_on_untrusted_judge)
     if args.probe and not args.dry_run:
@@ -340,7 +342,7 @@ def main(argv: list[str]) -> int:
                 plan_only(cfg, families, check=_known_check(gates))
     ci_files = None
     if args.junit or args.markdown:
-        from ..pipeline.ci_reports import CIFiles
+        from ..ci.reports import CIFiles
 
         ci_files = CIFiles.at(args.junit, args.markdown)  # checked writable before any work
     results = []

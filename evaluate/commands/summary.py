@@ -68,12 +68,12 @@ def _gated(data: RunLog) -> list[str]:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     width = _width(args.width) if args.width is not None else None
-    from ..pipeline.gates import check_names, parse_gates
+    from ..ci.gates import check_names, parse_gates
 
     gates = parse_gates(args.fail_under, args.fail_if_worse, args.fail_under_win_rate, args.fail_on_untrusted_judge)
     ci_files = None
     if args.junit or args.markdown:
-        from ..pipeline.ci_reports import CIFiles
+        from ..ci.reports import CIFiles
 
         ci_files = CIFiles.at(args.junit, args.markdown)
     try:
@@ -91,7 +91,7 @@ def main(argv: list[str]) -> int:
             raise InputError(f"{args.save_path}: a result file cannot be read, so the run cannot be gated: "
                              + "; ".join(unread))
         if gates:
-            from ..pipeline.gates import GateView
+            from ..ci.gates import GateView
 
             check_names(gates, GateView.of(data, _gated(data)).known())
     print(closing_summary(data, width=width, color=None, scores=args.scores))
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
 
 def _verdict(data: RunLog, gates, save_path: Path, ci_files) -> int:
     """The gate lines, the status line and the exit code of the stored run, as the run printed them."""
-    from ..pipeline.gates import GateView, evaluate, failure_reason, outcome_lines, status_word
+    from ..ci.gates import GateView, evaluate, failure_reason, outcome_lines, status_word
 
     manifest = data.manifest or {}
     codes: list[tuple[int, str]] = []

@@ -14,7 +14,7 @@
   question of the categories that list GPT metrics, in both orders by default; written to
   `battles/` with win/tie/loss/invalid counts, win rate and CI, order-flip rate, per category, and
   a Bradley-Terry ranking when there are more than two models. The charts of `battles/` are drawn
-  from those files (`evaluate/pipeline/charts.py`).
+  from those files (`evaluate/report/charts.py`).
 - Conversations: rated and battled turn by turn (`evaluate.judges.rating`, `.battle`): the judge of
   turn k sees the setup and turns 1..k-1 and grades (or compares) the turn-k reply. Scores are
   `GPT/<metric>@turn<k>` and `GPT/<metric>` for the whole conversation (the mean of its turns,

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_json
-from ..pipeline.checkstore import judge_identity, save_check
+from .store import judge_identity, save_check
 from ..savepath.layout import judge_check_file
 from .labelled import labelled_check
 from .report import format_report

@@ -12,14 +12,14 @@ from typing import Any, Callable
 from ..core.errors import InputError
 import numpy as np
 
-from ..pipeline.checkstore import _ci, _context, _f, check_usage
+from .store import _ci, _context, _f, check_usage
 from ..stats.label_agreement import verdict_agreement
 from .rules import POSITION_FLIP_RATE, RULE_NAMES, RULES, _wilson
 
 
 def read_pairs(path: Path) -> list[dict[str, Any]]:
     """A pairwise file, read and checked as meta-eval reads it (one reader), plus the question."""
-    from ..pipeline.metaeval import read_metaeval_rows as read_rows
+    from ..metaeval.run import read_metaeval_rows as read_rows
 
     rows = read_rows(path)
     for i, r in enumerate(rows, 1):
@@ -45,7 +45,7 @@ def baselines(rows: list[dict[str, Any]], ties_labelled: bool = False) -> dict[s
     the shorter response, always the first or always the second, and (where the file labels ties)
     always say tie, which scores half on every decided pair as a judge's tie does. Each with its
     Cohen's kappa (0 for the constant rules by construction) and its interval."""
-    from ..pipeline.metaeval import trivial_verdicts
+    from ..metaeval.run import trivial_verdicts
 
     n = len(rows)
     said = trivial_verdicts(rows)
@@ -125,7 +125,7 @@ def decide(k: float, n: int, accuracy: float | None, base: dict[str, Any], bias:
 def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed: int,
                    log: Callable[[str], None]) -> dict[str, Any]:
     from ..judges.configured import battle_judge
-    from ..pipeline.metaeval import battle_accuracy, row_record
+    from ..metaeval.run import battle_accuracy, row_record
     from ..stats.battle import judge_bias
 
     all_rows = read_pairs(data)

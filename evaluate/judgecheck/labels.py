@@ -4,7 +4,7 @@ in `eval.py view` (`labels.jsonl`). No judge request: the judge's verdicts are r
 
 Why this exists: the labelled check needs a pairwise file with labels, and a user's own data has none;
 labelling a few dozen of the run's own items in the viewer makes one. The numbers and the verdict are
-those of the labelled check (`labelled.baselines`, `labelled.decide`, `checkstore.verdict_of`): agreement
+those of the labelled check (`labelled.baselines`, `labelled.decide`, `store.verdict_of`): agreement
 on the decided labels (a judge tie counts half; label ties left out of it and counted) with a 95% Wilson
 interval beside every trivial rule, and Cohen's kappa (`stats.agreement`) over every label, ties
 included, so agreement that the label frequencies alone would give counts for nothing.
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import InputError
-from ..pipeline.checkstore import _ci, _f, verdict_of
+from .store import _ci, _f, verdict_of
 from ..savepath import read
 from ..savepath.labels import Label, LabelFile, read_labels
 from ..savepath.log import NoResults, read_run_log

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..pipeline.checkstore import _ci, _f, _pct
+from .store import _ci, _f, _pct
 from .rules import RULE_NAMES, RULES
 
 
@@ -22,7 +22,7 @@ def table(head: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[bo
 
 
 def usage_text(usage: dict[str, Any] | None) -> str:
-    """A usage block (`checkstore._usage`) in words: requests, cache hits, failures, tokens, cost."""
+    """A usage block (`store.usage_of`) in words: requests, cache hits, failures, tokens, cost."""
     if not usage:
         return "no requests"
     tokens = (usage.get("prompt_tokens") or 0) + (usage.get("completion_tokens") or 0)

@@ -17,7 +17,7 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.io import clean_json
 from ..core.records import Record
-from ..pipeline.checkstore import _ci, _context, _pct, check_usage
+from .store import _ci, _context, _pct, check_usage
 from .corrupt import sanity_pairs
 from ..stats.label_agreement import verdict_agreement
 from .rules import CORRUPTIONS, CORRUPTION_TEXT, RULES, _wilson, near_chance

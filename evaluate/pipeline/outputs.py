@@ -2,7 +2,7 @@
 battles and ranking -> summary.csv -> charts -> comparisons -> report -> manifest (last, so it
 lists every file). A view that fails (a chart, the report) is recorded in the manifest's errors
 and never costs the results. What was written comes back as the run's log (`RunLog`, built from
-memory), which the closing lines, the report and the gates (evaluate.pipeline.gates) read."""
+memory), which the closing lines, the report and the gates (evaluate.ci.gates) read."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def write_outputs(save: SaveDir, manifest: dict[str, Any], *, run_id: str | None
     files["summary_csv"] = str(write_summary_csv(save.path, results))
     if charts:
         try:
-            from .charts import write_charts
+            from ..report.charts import write_charts
 
             files["charts"] = [str(p) for p in write_charts(save.path, results, battles=save.battles)]
         except Exception as exc:  # charts are a view; never lose results over them

@@ -31,6 +31,12 @@ class Plan:
                 "skipped_categories": self.skipped, "work": self.work, "options": self.options,
                 "notes": self.notes}
 
+    def score_keys(self) -> list[str]:
+        """The score keys (`Family/name`) the plan will produce, sorted: what a gate or a config's score
+        names are checked against before the run."""
+        return sorted({key for fams in self.categories.values() for fam, names in fams.items()
+                       for name in names for key in score_keys_of(fam, name)})
+
     def describe(self) -> str:
         lines = [f"families: {', '.join(self.families) or '(none)'}"]
         models = list(self.items)
@@ -51,6 +57,21 @@ class Plan:
             lines.append(f"options {fam}: " + ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}"
                                                         for k, v in opts.items()))
         return "\n".join(lines)
+
+
+def score_keys_of(family: str, name: str) -> list[str]:
+    """The score keys a planned name gives: an automatic metric's own sub-scores (`BLEU` -> `BLEU-1`
+    ... `BLEU-4`, `F1 score` -> `F1`); any other family scores under the name itself."""
+    if family == "Metrics":
+        from ..metrics import METRICS
+
+        try:
+            subs = getattr(METRICS.get(name), "sub_scores", ())
+        except Exception:  # an unknown name is the config check's to report
+            subs = ()
+        if subs:
+            return [f"Metrics/{sub}" for sub in subs]
+    return [f"{family}/{name}"]
 
 
 def misspelt_categories(cfg: RunConfig, used: set[str], skipped: dict[str, int]) -> list[str]:

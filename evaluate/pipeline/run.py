@@ -27,11 +27,9 @@ from ..savepath.lock import SaveLock
 from ..savepath.manifest import iso as _iso, new_manifest, new_run_id
 from ..savepath.write import server_logs
 from .answers import AnswerSet, missing_lines
-from .checkstore import attach_to_run
 from .collect import describe_estimate, estimate, prefetch_batches
 from .config import (RunConfig, check_judge_model, judge_blocks, judge_reachability,
                      resolve_score_names)
-from .gates import known_of
 from .item_sets import check_item_sets
 from .outputs import write_outputs
 from .plan import Plan, Prepared, family_context, load_inputs, with_scale
@@ -43,7 +41,7 @@ def prepare(cfg: RunConfig, families: list[str]) -> Prepared:
     """Answer files, plan and every name checked (`load_inputs` and the run's checks). Raises
     InputError/ConfigError on bad input."""
     prep = load_inputs(cfg, families)
-    resolve_score_names(cfg, known_of(prep.plan, [s.name for s in prep.sets]).scores)
+    resolve_score_names(cfg, prep.plan.score_keys())
     check_output_dir(cfg.save_path, "save_path", layout.RUN_FOLDERS)
     savepath_read.check(cfg.save_path)  # a save path of a newer layout is refused before any work
     if any(w.get("judge_calls") for w in prep.plan.work.values()):
@@ -93,20 +91,27 @@ class Outcome:
 
 
 def run(cfg: RunConfig, *, families: list[str], dry_run: bool = False, charts: bool = True,
-        log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), parallel: bool | None = None) -> dict[str, Any]:
+        log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), parallel: bool | None = None,
+        attach_check: Callable[..., Any] | None = None) -> dict[str, Any]:
     """Run the job (or only plan it); returns the manifest."""
     if dry_run:
         return plan_only(cfg, families)
-    return run_job(cfg, families=families, charts=charts, log=log, parallel=parallel).manifest
+    return run_job(cfg, families=families, charts=charts, log=log, parallel=parallel,
+                   attach_check=attach_check).manifest
 
 
 def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
             log: Callable[[str], None] = lambda s: print(s, file=sys.stderr), parallel: bool | None = None,
-            check: Callable[[Prepared], None] | None = None) -> Outcome:
+            check: Callable[[Prepared], None] | None = None,
+            attach_check: Callable[..., Any] | None = None) -> Outcome:
     """Score every unit (model x category x family), then the run-wide work (battles), then write the
     outputs once. Raises InputError/ConfigError on bad input, before any work (`check(prepared)`:
     the caller's own checks, e.g. the gates' names, at that point too); JudgeStopped when the judge
     cannot be reached (the outputs of what was computed are written first).
+    `attach_check(cfg, plan, judges, save, manifest, log)`: after scoring, before anything is written,
+    finds the stored judge check of this run's judge and prompts and shows it in the run
+    (evaluate.judgecheck.store.attach_to_run, which the command line and the API pass: the judge
+    check builds on the run, so the run is handed it rather than importing it).
 
     parallel: work on judge-bound units side by side (evaluate.pipeline.schedule); None: when the
     judge is an HTTP server. Results are the same either way."""
@@ -154,7 +159,8 @@ def run_job(cfg: RunConfig, *, families: list[str], charts: bool = True,
             log(f"scored {line}")
         for err in tally.failures(cfg.max_invalid_share):
             log(f"error: {err['family']}: {err['error']}")
-        attach_to_run(cfg, plan, judges, save, manifest, log)
+        if attach_check is not None:
+            attach_check(cfg, plan, judges, save, manifest, log)
         manifest["status"] = "finished with errors" if manifest["errors"] else "ok"
     except BaseException as exc:
         manifest["status"] = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"

@@ -195,7 +195,7 @@ def add_label(save_path: Path, data: dict[str, Any]) -> Label:
 
 def compare_two(path_a: Path, path_b: Path) -> list[dict[str, Any]]:
     """The paired comparison of two runs of the same models (`eval.py compare`), one per shared model."""
-    from ..pipeline.runs_compare import compare_runs
+    from ..compare.runs import compare_runs
 
     return compare_runs(path_a, path_b)
 

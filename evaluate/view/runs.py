@@ -1,6 +1,6 @@
 """What the viewer says about whole runs: a run's headline (the report's own pairs, from
 `evaluate.report.page`), the trend of each primary score across runs of the same models with the paired
-verdict between consecutive runs (`eval.py compare`'s statistics, `pipeline.runs_compare`), and two runs
+verdict between consecutive runs (`eval.py compare`'s statistics, `compare.runs`), and two runs
 compared item by item, largest change first. No statistic is computed here that the project does not
 already compute; the item-by-item changes are plain differences, sorted."""
 

@@ -40,8 +40,8 @@ from ...backends.cache import VOLATILE_FIELDS
 from .run import Inputs, Match
 from .judge import PairMatch, SingleJudgment, SingleMatch, judge_pairs, judge_single
 from ...core.io import read_text, sha256_text
-from ...pipeline.checkstore import _ci, _f, _pct, save_check
-from ...pipeline.checkstore import _usage as usage_of
+from ...judgecheck.store import _ci, _f, _pct, save_check
+from ...judgecheck.store import _usage as usage_of
 from ...judgecheck.corrupt import corrupt
 from ...judgecheck.rules import CORRUPTIONS, RULES
 from ...judgecheck.sanity import _mean_ci, _pref_block, corruption_blocks, verdict_reasons

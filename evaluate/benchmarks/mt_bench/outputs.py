@@ -426,7 +426,7 @@ class MTBench(Benchmark):
         """Results or battles into `save`; the manifest keeps the `mt_bench:` config and the judge check
         of this judge and these prompts (the run's own, `--judge-check N`, or the stored one)."""
         from .config import config_dict
-        from ...pipeline.checkstore import lookup
+        from ...judgecheck.store import lookup
         from ...pipeline.config import scrubbed_judge
 
         args = run.args
@@ -470,7 +470,7 @@ class _held:
 
 def _check_summary(record: dict[str, Any] | None, key: str) -> dict[str, Any]:
     """What the manifest and each signature say of the judge check of this judge and these prompts."""
-    from ...pipeline.checkstore import summary_of
+    from ...judgecheck.store import summary_of
 
     if record is None:
         return {"checked": False, "trustworthy": None, "key": key,

@@ -15,13 +15,15 @@ from __future__ import annotations
 import math
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..savepath.layout import chart_file
 from ..savepath.read import battle_files as read_battle_files
 from ..savepath.write import write_figure
-from .results import ModelResults
 from ..stats.scales import score_scale
+
+if TYPE_CHECKING:  # the run's results, read for their signatures and aggregates: the report sits below the run
+    from ..pipeline.results import ModelResults
 
 
 def family_scale(results: list[ModelResults], family: str) -> tuple[float, float] | None:

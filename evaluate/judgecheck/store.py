@@ -170,7 +170,7 @@ def _panel_summary(cfg: Any, judges: Any, save: Any) -> dict[str, Any]:
     judge and one for the panel). The run's scores are the panel's, so the panel's own check decides
     whether they are trustworthy; without it, the panel counts as checked when every judge is, and
     trustworthy only when every judge is."""
-    from .config import single_judges
+    from ..pipeline.config import single_judges
 
     source = str(cfg.source) if cfg.source else None
     per = {}

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .config import parse_config
+from ..pipeline.config import parse_config
 from ..core.errors import InputError
 from ..core.io import clean_json
 from types import SimpleNamespace

@@ -219,25 +219,9 @@ def check_names(gates: Gates, known: Known) -> None:
         raise InputError("--fail-on-untrusted-judge: this run asks no judge for GPT scores; there is nothing to check")
 
 
-def _keys_of(family: str, name: str) -> list[str]:
-    """The score keys a planned name gives: an automatic metric's own sub-scores (`BLEU` -> `BLEU-1`
-    ... `BLEU-4`, `F1 score` -> `F1`); any other family scores under the name itself."""
-    if family == "Metrics":
-        from ..metrics import METRICS
-
-        try:
-            subs = getattr(METRICS.get(name), "sub_scores", ())
-        except Exception:  # an unknown name is the config check's to report
-            subs = ()
-        if subs:
-            return [f"Metrics/{sub}" for sub in subs]
-    return [f"{family}/{name}"]
-
-
 def known_of(plan: Any, models: list[str]) -> Known:
     """What a plan (evaluate.pipeline.plan.Plan) will produce."""
-    scores = sorted({key for fams in plan.categories.values() for fam, names in fams.items()
-                     for name in names for key in _keys_of(fam, name)})
+    scores = plan.score_keys()
     gpt = any("GPT" in fams and fams["GPT"] for fams in plan.categories.values())
     battles = bool((plan.work.get("GPT") or {}).get("battle_calls"))
     return Known(models=list(models), categories=sorted(plan.categories), scores=scores, battles=battles, judge=gpt)

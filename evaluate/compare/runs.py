@@ -16,8 +16,8 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..savepath.log import NoResults, RunLog
-from .comparisons import NOT_COMPARABLE, compare_pair, configured_primary
-from .results import signature_diff
+from ..pipeline.comparisons import NOT_COMPARABLE, compare_pair, configured_primary
+from ..pipeline.results import signature_diff
 
 
 def _read(save_path: Path) -> dict[str, dict[str, Any]]:
