@@ -45,7 +45,7 @@ KEY_VOLATILE: tuple[str, ...] = ("concurrency", "timeout", "max_retries", "price
 # (a stored judge check, a benchmark's signature); the cache key keeps the server (module docstring).
 VOLATILE_FIELDS: tuple[str, ...] = (*KEY_VOLATILE, "base_url")
 
-_SCHEMA = """
+CACHE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
     key TEXT PRIMARY KEY,
     judge TEXT NOT NULL,
@@ -177,7 +177,7 @@ class CachedBackend(WrappingBackend):
                                          timeout=busy_timeout)
             self.journal_mode = self._retry(lambda: self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0])
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._retry(lambda: self._conn.execute(_SCHEMA))
+            self._retry(lambda: self._conn.execute(CACHE_SCHEMA))
         except sqlite3.OperationalError as exc:
             if _locked(exc):
                 raise InputError(f"{self.path}: the judge cache stayed locked by another process for "

@@ -129,10 +129,10 @@ def _alpaca_eval(args: argparse.Namespace) -> int:
 def _arena_hard(args: argparse.Namespace) -> int:
     if args.lc_align != "position":
         raise InputError("--lc-align applies to --alpaca-eval")
-    from ..benchmarks.arena_hard.run import _judge_dir, baseline_of, leaderboard_table, lengths_note
+    from ..benchmarks.arena_hard.run import baseline_of, judge_dir, leaderboard_table, lengths_note
     from ..benchmarks.tables import arena_hard_table, judge_check_line, stored_judge_check
 
-    judge = _judge_dir(args.arena_hard, args.judge).name
+    judge = judge_dir(args.arena_hard, args.judge).name
     base = baseline_of(args.arena_hard, args.judge, args.baseline)
     columns, rows = leaderboard_table(args.arena_hard, args.judge, baseline=base, seed=args.seed)
     print(arena_hard_table(rows, judge, base, lengths_note(args.arena_hard)), end="")

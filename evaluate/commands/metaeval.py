@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.errors import InputError
 from ..core.io import atomic_write_json, check_output_dir, read_structured
-from ..metaeval.run import _positive, format_report, parse_sets, run_metaeval
+from ..metaeval.run import check_positive, format_report, parse_sets, run_metaeval
 
 
 def main(argv: list[str]) -> int:
@@ -29,7 +29,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     for value, flag in ((args.docs, "--docs"), (args.limit, "--limit"), (args.sample, "--sample")):
-        _positive(value, flag)
+        check_positive(value, flag)
     if args.output:  # checked before any scoring, not after
         out = Path(args.output)
         if out.is_dir():

@@ -12,7 +12,8 @@ from typing import Any, Callable
 from ..core.errors import InputError
 import numpy as np
 
-from .store import _ci, _context, _f, check_usage
+from ..core.numbers import ci_text, fmt3
+from .store import check_usage, judge_context
 from ..stats.label_agreement import verdict_agreement
 from .rules import POSITION_FLIP_RATE, RULE_NAMES, RULES, _wilson
 
@@ -108,15 +109,15 @@ def decide(k: float, n: int, accuracy: float | None, base: dict[str, Any], bias:
         reasons.append(f"no valid verdict: all {total} pairs were invalid (see the battle replies)")
     elif not beats_rules:
         what = "the length baseline" if best == "longer" else f"the best trivial rule, '{RULE_NAMES[best]}'"
-        reasons.append(f"does not beat {what}: agreement {_f(accuracy)} (95% CI "
-                       f"{_ci(ci)}) vs {_f(best_acc)} for '{RULE_NAMES[best]}'")
+        reasons.append(f"does not beat {what}: agreement {fmt3(accuracy)} (95% CI "
+                       f"{ci_text(ci)}) vs {fmt3(best_acc)} for '{RULE_NAMES[best]}'")
     chance_ok = above_chance(chance) if chance is not None else True
     if valid and not chance_ok:
         reasons.append(f"no better than chance: Cohen's kappa {_k(chance['kappa'])} ({chance['kappa_strength']}, "
                        f"95% CI {_kci(chance['kappa_ci'])})")
     if by_position:
         reasons.append(f"decides by position: {flip:.0%} of its items flip with the order "
-                       f"(P(first) {_f(bias['first_position_wins']['rate'])})")
+                       f"(P(first) {fmt3(bias['first_position_wins']['rate'])})")
     return {"ci95": ci, "beats_length_baseline": beats_length, "best_trivial_rule": best,
             "beats_trivial_rules": beats_rules, "decides_by_position": by_position, "above_chance": chance_ok,
             "trustworthy": beats_rules and not by_position and chance_ok, "reasons": reasons}
@@ -135,7 +136,7 @@ def labelled_check(cfg: Any, judges: Any, data: Path, *, limit: int | None, seed
         raise InputError(f"{data}: no pair with a label a or b")
     recs_a = [row_record({**r, "output": r["response_a"]}, i) for i, r in enumerate(rows)]
     recs_b = [row_record({**r, "output": r["response_b"]}, i) for i, r in enumerate(rows)]
-    ctx = _context(cfg, judges, "judge-check labelled")
+    ctx = judge_context(cfg, judges, "judge-check labelled")
     judge = battle_judge(ctx)
     log(f"judge check with labels: {len(rows)} pairs of {data} ({'both orders' if judge.both_orders else 'one order'})")
     t0 = time.time()

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..core.errors import InputError
-from .store import _ci, _f, verdict_of
+from ..core.numbers import ci_text, fmt3
+from .store import verdict_of
 from ..savepath import read
 from ..savepath.labels import Label, LabelFile, read_labels
 from ..savepath.log import NoResults, read_run_log
@@ -249,19 +250,19 @@ def format_labels_report(record: dict[str, Any]) -> str:
             return "undefined"
         return f"{value:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + f" {strength(value)}"
 
-    rows = [["panel (ties half)" if record.get("judges") else "judge (ties half)", _f(a["accuracy"]), _ci(a["ci95"]),
+    rows = [["panel (ties half)" if record.get("judges") else "judge (ties half)", fmt3(a["accuracy"]), ci_text(a["ci95"]),
              a["n"], kap(a["kappa"], a["kappa_ci95"])]]
     for name, j in (record.get("judges") or {}).items():
-        rows.append([f"  judge {name}", _f(j["accuracy"]), _ci(j["ci95"]), j["n"], kap(j["kappa"], j["kappa_ci95"])])
+        rows.append([f"  judge {name}", fmt3(j["accuracy"]), ci_text(j["ci95"]), j["n"], kap(j["kappa"], j["kappa_ci95"])])
     for name, b in record["baselines"].items():
         best = " (best rule)" if name == record.get("best_trivial_rule") else ""
-        rows.append([RULE_WORDS.get(name, name) + best, _f(b["accuracy"]), _ci(b["ci95"]), b["n"], kap(b.get("kappa"))])
+        rows.append([RULE_WORDS.get(name, name) + best, fmt3(b["accuracy"]), ci_text(b["ci95"]), b["n"], kap(b.get("kappa"))])
     lines += table(["who", "agreement", "95% Wilson CI", "n", "Cohen's kappa"], rows,
                    right=[False, True, False, True, False])
     flip = (record["position"]["flip_rate"] or {}).get("rate")
     first = (record["position"]["p_first"] or {}).get("rate")
     lines += ["", f"label ties {record['label_ties_left_out']} (in kappa, left out of agreement); judge ties "
-                  f"{a['judge_ties']}, invalid {a['invalid']}; flip rate {_f(flip)}, P(first) {_f(first)}",
+                  f"{a['judge_ties']}, invalid {a['invalid']}; flip rate {fmt3(flip)}, P(first) {fmt3(first)}",
               "agreement: a judge tie counts half; kappa: every label with a valid verdict (A / B / tie), 95% "
               "bootstrap interval (none below 10)", ""]
     if record["trustworthy"] is None:

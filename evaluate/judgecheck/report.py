@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .store import _ci, _f, _pct
+from ..core.numbers import ci_text, fmt3, pct
 from .rules import RULE_NAMES, RULES
 
 
@@ -73,21 +73,21 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
 
         cal = vs.get("calibrated") or {}
         lines += table(["who", "agreement", "95% Wilson CI", "Cohen's kappa", "95% CI", "n"], [
-            ["judge, parsed (ties half)", _f(a["accuracy"]), _ci(a["ci95"]), *kap(vs.get("raw")), a["n"]],
-            ["judge, probability-weighted", _f(a["weighted"]), _ci(a["weighted_ci95"]), *kap(vs.get("weighted")),
+            ["judge, parsed (ties half)", fmt3(a["accuracy"]), ci_text(a["ci95"]), *kap(vs.get("raw")), a["n"]],
+            ["judge, probability-weighted", fmt3(a["weighted"]), ci_text(a["weighted_ci95"]), *kap(vs.get("weighted")),
              a["weighted_n"]],
-            *([["judge, position-calibrated", _f(cal.get("accuracy")), _ci(cal.get("ci")), *kap(cal), cal.get("n")]]
+            *([["judge, position-calibrated", fmt3(cal.get("accuracy")), ci_text(cal.get("ci")), *kap(cal), cal.get("n")]]
               if vs else []),
             *([RULE_NAMES.get(name, name) + (" (best rule)" if name == labelled.get("best_trivial_rule") else ""),
-               _f(b["accuracy"]), _ci(b["ci95"]), *kap(b), b["n"]] for name, b in base.items())],
+               fmt3(b["accuracy"]), ci_text(b["ci95"]), *kap(b), b["n"]] for name, b in base.items())],
             right=[False, True, False, True, False, True])
         prior = labelled.get("position_prior")
         if prior:
             lines += ["", "position prior: " + prior["text"]]
         lines += ["",
-                  f"judge ties {a['judge_ties']}, invalid {a['invalid']}; flip rate {_f(pos['flip_rate']['rate'])}, "
-                  f"P(first) {_f(pos['p_first']['rate'])}, P(longer) {_f((labelled['p_longer'] or {}).get('rate'))}, "
-                  f"invalid rate {_f(labelled['invalid_rate']['rate'])}",
+                  f"judge ties {a['judge_ties']}, invalid {a['invalid']}; flip rate {fmt3(pos['flip_rate']['rate'])}, "
+                  f"P(first) {fmt3(pos['p_first']['rate'])}, P(longer) {fmt3((labelled['p_longer'] or {}).get('rate'))}, "
+                  f"invalid rate {fmt3(labelled['invalid_rate']['rate'])}",
                   f"usage: {usage_text(labelled['usage'])}; {labelled['wall_s']} s"]
     if sanity:
         lines += ["", f"Without labels: {sanity['pairs']} sanity pairs from {sanity['source']}; seed {sanity['seed']}",
@@ -95,8 +95,8 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
 
         def row(name: str, cat: str, blk: dict) -> list[Any]:
             b, r = blk["battle"], blk["rating"]
-            return [name, cat, blk["pairs"], f"{_pct(b['preference'])} ({_ci(b['ci95'])})",
-                    f"{_pct(r['preference'])} ({_ci(r['ci95'])})", f"{_f(r['mean_drop'])} ({_ci(r['drop_ci95'])})"]
+            return [name, cat, blk["pairs"], f"{pct(b['preference'])} ({ci_text(b['ci95'])})",
+                    f"{pct(r['preference'])} ({ci_text(r['ci95'])})", f"{fmt3(r['mean_drop'])} ({ci_text(r['drop_ci95'])})"]
 
         rows = []
         for kind, blk in sanity["by_corruption"].items():
@@ -124,7 +124,7 @@ def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | 
             k = ag.get("fleiss_kappa")
             lines.append(f"the panel's judges on these pairs: Fleiss' kappa {'-' if k is None else f'{k:.2f}'} "
                          f"({ag.get('strength') or 'undefined'}, {ag.get('items') or 0} items every judge decided), "
-                         f"effective judges {_f(ag.get('effective_judges'))} of {len(panel.get('judges') or [])}; "
+                         f"effective judges {fmt3(ag.get('effective_judges'))} of {len(panel.get('judges') or [])}; "
                          "position priors: each judge's own check")
         u = sanity["usage"] or {}
         lines.append(f"usage: battle {usage_text(u.get('battle'))}; rating {usage_text(u.get('rating'))}; "

@@ -17,18 +17,19 @@ import numpy as np
 from ..core.errors import InputError
 from ..core.io import clean_json
 from ..core.records import Record
-from .store import _ci, _context, _pct, check_usage
+from ..core.numbers import ci_text, pct
+from .store import check_usage, judge_context
 from .corrupt import sanity_pairs
 from ..stats.label_agreement import verdict_agreement
 from .rules import CORRUPTIONS, CORRUPTION_TEXT, RULES, _wilson, near_chance
 
 
-def _pref_block(wins: float, n: int, invalid: int) -> dict[str, Any]:
+def preference_block(wins: float, n: int, invalid: int) -> dict[str, Any]:
     return {"preference": round(wins / n, 4) if n else None, "n": n, "ci95": _wilson(wins, n),
             "invalid": invalid, "near_chance": near_chance(wins, n)}
 
 
-def _mean_ci(values: list[float]) -> tuple[float | None, list[float] | None]:
+def mean_ci(values: list[float]) -> tuple[float | None, list[float] | None]:
     if not values:
         return None, None
     from ..stats.intervals import bootstrap_mean_ci
@@ -73,13 +74,13 @@ def verdict_reasons(pooled: dict[str, Any], by_corruption: dict[str, dict[str, A
                            "raw replies in the items)")
         elif blk["near_chance"]:
             reasons.append(f"{part} near chance on sanity pairs: prefers the intact {intact} "
-                           f"{_pct(blk['preference'])} (95% CI {_ci(blk['ci95'])}, n={blk['n']})")
+                           f"{pct(blk['preference'])} (95% CI {ci_text(blk['ci95'])}, n={blk['n']})")
     other = by_corruption.get("other_answer") or {}
     for part in parts:
         blk = other.get(part)
         if blk and blk["n"] and blk["near_chance"] and not pooled[part]["near_chance"]:
             reasons.append(f"{part} cannot tell an answer from another question's answer: prefers it "
-                           f"{_pct(blk['preference'])} (95% CI {_ci(blk['ci95'])}, n={blk['n']})")
+                           f"{pct(blk['preference'])} (95% CI {ci_text(blk['ci95'])}, n={blk['n']})")
     return reasons
 
 
@@ -113,7 +114,7 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
         raise InputError(f"{cfg.source}: no sanity pair could be made from the records of {', '.join(cats)}")
     t0 = time.time()
     # battle: "x" is shown first in the first order; the intact text is x in a seeded half of the pairs
-    bctx = _context(cfg, judges, "judge-check battle")
+    bctx = judge_context(cfg, judges, "judge-check battle")
     bj = battle_judge(bctx)
     xs, ys = [], []
     for p in pairs:
@@ -126,7 +127,7 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
         f"{'both orders' if bj.both_orders else 'one order'} + rating")
     battle = bj.run({"x": xs, "y": ys})[0]
     # rating: every distinct text once, on its category's GPT metrics
-    rctx = _context(cfg, judges, "judge-check rating")
+    rctx = judge_context(cfg, judges, "judge-check rating")
     rj = rating_judge(rctx)
     uniq: dict[tuple[str, str, str], Record] = {}
     for p in pairs:
@@ -167,13 +168,13 @@ def sanity_check(cfg: Any, judges: Any, *, limit: int | None, seed: int,
                 ri_all.append(ri)
                 rc_all.append(rc)
                 wins += 1.0 if ri > rc else 0.5 if ri == rc else 0.0
-        mean_drop, drop_ci = _mean_ci(drops)
+        mean_drop, drop_ci = mean_ci(drops)
         kappa = verdict_agreement([x["battle_verdict"] for x in sel], [shown_side(x) for x in sel])
         return {"pairs": len(sel),
-                "battle": {**_pref_block(sum(b), len(b), len(sel) - len(b)),
+                "battle": {**preference_block(sum(b), len(b), len(sel) - len(b)),
                            "kappa": kappa["kappa"], "kappa_ci": kappa["kappa_ci"],
                            "kappa_strength": kappa["kappa_strength"]},
-                "rating": {**_pref_block(wins, n_r, bad), "mean_drop": mean_drop, "drop_ci95": drop_ci,
+                "rating": {**preference_block(wins, n_r, bad), "mean_drop": mean_drop, "drop_ci95": drop_ci,
                            "intact_mean": round(float(np.mean(ri_all)), 4) if ri_all else None,
                            "corrupted_mean": round(float(np.mean(rc_all)), 4) if rc_all else None}}
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from pathlib import Path
 from typing import Any, Callable
 
 from ..backends.cache import VOLATILE_FIELDS
+from ..core.numbers import ci_text, fmt3, pct
 from ..savepath import layout, read, write
 from ..savepath.manifest import iso
 
 
-def _context(cfg: Any, judges: Any, label: str):
+def judge_context(cfg: Any, judges: Any, label: str):
     from ..families import Context
 
     return Context(cfg=cfg, options=cfg.family_options("GPT"), judges=judges, family=label, memo={})
@@ -33,7 +33,7 @@ def judge_identity(cfg: Any, judges: Any) -> tuple[dict[str, Any], dict[str, Any
     paths and without settings that never change a reply (concurrency, timeouts, price)."""
     from ..judges.configured import battle_judge, battle_prompt_path, eval_prompt_path, rating_judge
 
-    ctx = _context(cfg, judges, "judge-check")
+    ctx = judge_context(cfg, judges, "judge-check")
     prompts: dict[str, Any] = {}
     sig: dict[str, Any] = {}
     for name, make, path in (("battle", battle_judge, battle_prompt_path(cfg)),
@@ -57,7 +57,7 @@ def judge_identity(cfg: Any, judges: Any) -> tuple[dict[str, Any], dict[str, Any
 _USAGE_KEYS = ("requests", "cache_hits", "cache_misses", "failures", "prompt_tokens", "completion_tokens", "cost_usd")
 
 
-def _usage(meter: Any) -> dict[str, Any]:
+def usage_of(meter: Any) -> dict[str, Any]:
     u = meter.usage()
     return {k: u.get(k) for k in _USAGE_KEYS}
 
@@ -67,10 +67,10 @@ def check_usage(ctx: Any) -> dict[str, Any]:
     cost unknown when any judge's is) with each judge's own under "judges"."""
     panel = getattr(ctx.cfg, "panel", None)
     if panel is None:
-        return _usage(ctx.judge())
+        return usage_of(ctx.judge())
     from ..judges.configured import member_backend
 
-    per = {m.name: _usage(member_backend(ctx, m.name, m.options)) for m in panel.members}
+    per = {m.name: usage_of(member_backend(ctx, m.name, m.options)) for m in panel.members}
     total: dict[str, Any] = {k: sum(u[k] or 0 for u in per.values()) for k in _USAGE_KEYS if k != "cost_usd"}
     costs = [u["cost_usd"] for u in per.values()]
     total["cost_usd"] = None if any(c is None for c in costs) else round(sum(costs), 6)
@@ -98,10 +98,10 @@ def verdict_of(record: dict[str, Any]) -> tuple[bool, str]:
             head = _labelled_head(sec)
         else:
             b, r = sec["pooled"]["battle"], sec["pooled"]["rating"]
-            said = {"battle": f"battle prefers the intact text {_pct(b['preference'])} (95% CI {_ci(b['ci95'])})",
-                    "rating": (f"rating {_pct(r['preference'])}" if "battle" in sec.get("parts", ("battle",)) else
-                               f"rating prefers the intact text {_pct(r['preference'])} (95% CI {_ci(r['ci95'])})")
-                              + f" (mean drop {_f(r['mean_drop'])})"}
+            said = {"battle": f"battle prefers the intact text {pct(b['preference'])} (95% CI {ci_text(b['ci95'])})",
+                    "rating": (f"rating {pct(r['preference'])}" if "battle" in sec.get("parts", ("battle",)) else
+                               f"rating prefers the intact text {pct(r['preference'])} (95% CI {ci_text(r['ci95'])})")
+                              + f" (mean drop {fmt3(r['mean_drop'])})"}
             head = (f"without labels ({sec['pairs']} sanity pairs): "
                     + ", ".join(said[p] for p in sec.get("parts", ("battle", "rating"))))
         parts.append(head + (": passes" if sec.get("trustworthy") else ": " + "; ".join(sec["reasons"])))
@@ -118,9 +118,9 @@ def _labelled_head(sec: dict[str, Any]) -> str:
     best = sec.get("best_trivial_rule") or "longer"  # records written before every rule was compared
     rule = sec["baselines"][best]
     who = "the longer answer" if best == "longer" else _RULE_WORDS[best]
-    head = f"with labels ({Path(sec['data']).name}, {sec['pairs']} pairs): agreement {_f(a['accuracy'])} (95% CI {_ci(a['ci95'])})"
+    head = f"with labels ({Path(sec['data']).name}, {sec['pairs']} pairs): agreement {fmt3(a['accuracy'])} (95% CI {ci_text(a['ci95'])})"
     if "kappa" not in a:  # a record written before kappa was reported
-        return head + f" vs {_f(rule['accuracy'])} for " + (
+        return head + f" vs {fmt3(rule['accuracy'])} for " + (
             "the longer answer" if best == "longer" else f"the best trivial rule ({_RULE_WORDS[best]})")
     k, kci = a.get("kappa"), a.get("kappa_ci")
     if k is None:
@@ -132,7 +132,7 @@ def _labelled_head(sec: dict[str, Any]) -> str:
         head += (f" {'but' if weak or k <= 0.2 else 'and'} Cohen's kappa {k:.2f} ({a.get('kappa_strength')}"
                  + (f", 95% CI {kci[0]:.2f} to {kci[1]:.2f}" if kci else "") + ")" + chance)
     rk = rule.get("kappa")
-    return head + (f"; the best trivial rule, {who}, has {_f(rule['accuracy'])}"
+    return head + (f"; the best trivial rule, {who}, has {fmt3(rule['accuracy'])}"
                    + (f" (kappa {rk:.2f})" if rk is not None else ""))
 
 
@@ -216,18 +216,3 @@ def attach_to_run(cfg: Any, plan: Any, judges: Any, save: Any, manifest: dict[st
             "them as a ranking of the models.")
         log(f"judge check: {summary['verdict']}")
     return summary
-
-
-
-def _f(x: Any) -> str:
-    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.3f}"
-
-
-def _pct(x: Any) -> str:
-    return "-" if x is None else f"{x:.0%}"
-
-
-def _ci(ci: Any) -> str:
-    return "-" if not ci else f"{ci[0]:.3f}-{ci[1]:.3f}"
-
-

@@ -79,7 +79,7 @@ def read_metaeval_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def _positive(value: int | None, flag: str) -> None:
+def check_positive(value: int | None, flag: str) -> None:
     if value is not None and value < 1:
         raise InputError(f"{flag}: expected a positive integer, got {value}")
 

@@ -134,12 +134,12 @@ def _panel_battle_from_parts(name: str, parts: list[dict[str, Any]], first_order
 
 
 def _merge_cache(out: Path, sources: list[Path]) -> int:
-    from ..backends.cache import _SCHEMA
+    from ..backends.cache import CACHE_SCHEMA
 
     target = layout.judge_cache_file(out)
     conn = sqlite3.connect(target, isolation_level=None)
     try:
-        conn.execute(_SCHEMA)
+        conn.execute(CACHE_SCHEMA)
         for src in sources:
             conn.execute("ATTACH DATABASE ? AS s", (str(src),))
             try:

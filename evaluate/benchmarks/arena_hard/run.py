@@ -88,7 +88,9 @@ def judge(questions: Sequence[dict[str, Any]], answers: Answers, baseline: Answe
     return out
 
 
-def _judge_dir(bench_dir: Path, judge: str | None) -> Path:
+def judge_dir(bench_dir: Path, judge: str | None) -> Path:
+    """The folder of `judge`'s judgment files; without a name, the one judge's folder (the leaderboard
+    reads it too). InputError when it is missing or, unnamed, when there are several."""
     root = layout.model_judgment_dir(bench_dir)
     if judge is not None:
         if not layout.arena_hard_judgment_dir(bench_dir, judge).is_dir():
@@ -140,7 +142,7 @@ def read_judgment_dir(jdir: Path) -> list[dict[str, Any]]:
 def baseline_of(bench_dir: Path, judge: str | None, baseline: str | None = None) -> str:
     """The baseline leaderboard_table scores against: `baseline` when the judgments hold games against
     it, else the one baseline their `baseline` field names; InputError otherwise."""
-    jdir = _judge_dir(Path(bench_dir), judge)
+    jdir = judge_dir(Path(bench_dir), judge)
     return _baseline(jdir, read_judgment_dir(jdir), baseline)
 
 
@@ -157,7 +159,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
     question judged), so that --limit limits it too; n_invalid counts questions left out for a missing
     verdict."""
     bench_dir = Path(bench_dir)
-    jdir = _judge_dir(bench_dir, judge)
+    jdir = judge_dir(bench_dir, judge)
     records = read_judgment_dir(jdir)
     base = _baseline(jdir, records, baseline)
     folder = layout.model_answer_dir(bench_dir)

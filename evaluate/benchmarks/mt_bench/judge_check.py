@@ -40,11 +40,11 @@ from ...backends.cache import VOLATILE_FIELDS
 from .run import Inputs, Match
 from .judge import PairMatch, SingleJudgment, SingleMatch, judge_pairs, judge_single
 from ...core.io import read_text, sha256_text
-from ...judgecheck.store import _ci, _f, _pct, save_check
-from ...judgecheck.store import _usage as usage_of
+from ...core.numbers import ci_text, fmt3, pct
+from ...judgecheck.store import save_check, usage_of
 from ...judgecheck.corrupt import corrupt
 from ...judgecheck.rules import CORRUPTIONS, RULES
-from ...judgecheck.sanity import _mean_ci, _pref_block, corruption_blocks, verdict_reasons
+from ...judgecheck.sanity import corruption_blocks, mean_ci, preference_block, verdict_reasons
 
 def part_of(mode: str) -> str:
     """The part of the label-free check a mode's prompts make: ratings, or battles of two answers."""
@@ -142,7 +142,7 @@ def _outcome_rating(intact: SingleJudgment | None, bad: SingleJudgment) -> float
     return 1.0 if intact.score > bad.score else 0.5 if intact.score == bad.score else 0.0  # type: ignore[operator]
 
 
-def _usage(backend: Backend) -> dict[str, Any] | None:
+def usage_of(backend: Backend) -> dict[str, Any] | None:
     try:
         return usage_of(backend)
     except Exception:  # a statistic; the check stands without it (a backend with no usage() or an odd one)
@@ -221,14 +221,14 @@ def sanity_on_run(backend: Backend, inputs: Inputs, matches: Sequence[Match], re
     def summarise(sel: list[dict[str, Any]]) -> dict[str, Any]:
         vals = [x.get(part) for x in sel]
         ok = [v for v in vals if v is not None]
-        block = {"pairs": len(sel), "battle": _pref_block(0.0, 0, 0), "rating": _pref_block(0.0, 0, 0)}
-        block[part] = _pref_block(sum(ok), len(ok), len(vals) - len(ok))
+        block = {"pairs": len(sel), "battle": preference_block(0.0, 0, 0), "rating": preference_block(0.0, 0, 0)}
+        block[part] = preference_block(sum(ok), len(ok), len(vals) - len(ok))
         if part == "battle":
             block[part].update(game_kappa(sel))
         block["rating"].update(mean_drop=None, drop_ci95=None)
         if part == "rating":
             pairs = [x["ratings"]["score"] for x in sel if x["rating"] is not None]
-            mean_drop, drop_ci = _mean_ci([a - b for a, b in pairs])
+            mean_drop, drop_ci = mean_ci([a - b for a, b in pairs])
             block["rating"].update(mean_drop=mean_drop, drop_ci95=drop_ci,
                                    intact_mean=round(sum(a for a, _ in pairs) / len(pairs), 4) if pairs else None,
                                    corrupted_mean=round(sum(b for _, b in pairs) / len(pairs), 4) if pairs else None)
@@ -243,7 +243,7 @@ def sanity_on_run(backend: Backend, inputs: Inputs, matches: Sequence[Match], re
                                                       if t.match.question.category == c}) for c in cats},
             "turns_checked": len(turns), "pairs": len(items), "limit_per_corruption": n, "seed": seed,
             "pooled": pooled, "by_corruption": by_corruption,
-            "usage": {part: _usage(backend)}, "wall_s": round(wall, 1),
+            "usage": {part: usage_of(backend)}, "wall_s": round(wall, 1),
             "trustworthy": not reasons, "reasons": reasons, "rule": RULES["sanity"], "items": items}
 
 
@@ -273,8 +273,8 @@ def report_text(record: dict[str, Any]) -> str:
     rows = list(sanity["by_corruption"].items()) + [("(pooled)", sanity["pooled"])]
     for name, blk in rows:
         b = blk[part]
-        drop = f"{_f(blk['rating'].get('mean_drop')):>7}" if part == "rating" else ""
-        lines.append(f"{name:<14}{blk['pairs']:>6}{_pct(b['preference']):>16}{_ci(b['ci95']):>15}"
+        drop = f"{fmt3(blk['rating'].get('mean_drop')):>7}" if part == "rating" else ""
+        lines.append(f"{name:<14}{blk['pairs']:>6}{pct(b['preference']):>16}{ci_text(b['ci95']):>15}"
                      f"{b['invalid']:>9}{drop}")
     k = sanity["pooled"][part].get("kappa") if part == "battle" else None
     if k is not None:
