@@ -91,7 +91,15 @@ def on_queue(root: Any, payload: dict[str, Any]) -> dict[str, Any] | None:
     """The queue draw of this label's item when the queue handed it out, else None (off the queue)."""
     from ..judgecheck.queue import queue_for
 
-    return queue_for(root, payload)
+    draw = queue_for(root, payload)
+    return draw.to_dict() if draw is not None else None
+
+
+def ratings_of(root: Any, entry: Entry) -> list[dict[str, Any]]:
+    """Every rating label of this item, in file order (the latest of an annotator, model and metric counts)."""
+    from ..savepath.labels import read_labels
+
+    return [r.to_dict() for r in read_labels(root).ratings if r.id == entry.id and r.category == entry.category]
 
 
 def shown(label: Any, view: RunView, pair: tuple[int, int] | None) -> dict[str, Any]:
@@ -151,12 +159,18 @@ def next_unit(root: Any, view: RunView, query: dict[str, str]) -> dict[str, Any]
     return {"unit": out, "annotator": who}
 
 
-def corrected_or_why(root: Any) -> dict[str, Any]:
-    """`judgecheck.corrected` of the save path, or {"error": why} when it cannot be computed (no readable
-    result, no judge verdict): the panel says why instead of failing the label that was just stored."""
-    from ..judgecheck.corrected import corrected
+def corrected_or_why(root: Any, view: RunView) -> dict[str, Any]:
+    """`judgecheck.corrected` of the save path on the run already loaded (`corrected_from`: the labels and
+    the queue read afresh, the run not), or {"error": why} when it cannot be computed: the panel says why
+    instead of failing the label that was just stored."""
+    from ..judgecheck.corrected import corrected_from
+    from ..savepath.labels import read_labels, read_queues
 
     try:
-        return corrected(root)
+        found = read_labels(root)
+        problems = list(found.problems)
+        out = corrected_from(view.data, found.labels, found.ratings, read_queues(root, problems))
     except (InputError, ValueError) as exc:
         return {"error": str(exc)}
+    out["problems"] = problems
+    return out

@@ -213,7 +213,7 @@ class _Handler(_Layer):
         a, b = view.models[pair[0]], view.models[pair[1]]
         key = label_key(entry.id, entry.category, a, b)
         history = [lab for lab in every if label_key(lab.id, lab.category, lab.model_a, lab.model_b) == key]
-        self._json(200, view.detail(entry, pair, history))
+        self._json(200, {**view.detail(entry, pair, history), "ratings": labelling.ratings_of(cat.resolve(rid), entry)})
 
     def api_labels(self, query: dict[str, str]) -> None:
         rid = query.get("run", "")
@@ -248,7 +248,7 @@ class _Handler(_Layer):
         payload["queue"] = labelling.on_queue(root, payload)
         label = cat.add_label(rid, payload)
         self._json(200, {"label": labelling.shown(label, view, pair), "summary": self._labels_summary(rid, view),
-                         "corrected": labelling.corrected_or_why(root)})
+                         "corrected": labelling.corrected_or_why(root, view)})
 
     def api_next(self, query: dict[str, str]) -> None:
         """The next item of the save path's label queue that this annotator has not labelled (`Label next`)."""
@@ -260,8 +260,8 @@ class _Handler(_Layer):
     def api_corrected(self, query: dict[str, str]) -> None:
         """The label-corrected verdicts of the run (`judgecheck.corrected`), for the labels panel."""
         rid = query.get("run", "")
-        self.app.catalog.view(rid)  # a run the catalog serves, or Refused
-        self._json(200, labelling.corrected_or_why(self.app.catalog.resolve(rid)))
+        view = self.app.catalog.view(rid)
+        self._json(200, labelling.corrected_or_why(self.app.catalog.resolve(rid), view))
 
     def api_compare(self, query: dict[str, str]) -> None:
         cat = self.app.catalog

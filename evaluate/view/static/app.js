@@ -512,6 +512,16 @@
       add(box, sec);
     });
     if (!(c.pairs || []).length && !(c.ratings || []).length) add(box, el("p", "muted", "No pair or rating has labels from the queue yet: press n (Label next)."));
+    if ((c.not_in_run || []).length) {  // labels naming an item, pair, model or metric the run does not have
+      var ul = el("ul");
+      c.not_in_run.slice(0, 20).forEach(function (x) {
+        add(ul, el("li", null, "item " + x.id + (x.category ? " (" + x.category + ")" : "") + ", " +
+          (x.model_a ? x.model_a + " vs " + x.model_b : (x.model || "") + (x.metric ? " on " + x.metric : "")) +
+          (x.annotator ? ", by " + x.annotator : "") + (x.why ? ": " + x.why : "")));
+      });
+      if (c.not_in_run.length > 20) add(ul, el("li", "muted", "and " + (c.not_in_run.length - 20) + " more"));
+      add(box, add(el("div", "problems not-in-run"), el("strong", null, "Labels left out, not in the run:"), ul));
+    }
     if ((c.ratings || []).length) {
       var rt = table(["rating", "label-corrected", level + " interval", "labels only", "judge only: if the judge were right", "labels", "effective"], "corrected-ratings");
       c.ratings.forEach(function (x) {
