@@ -168,3 +168,35 @@ def test_two_annotators_labelling_the_same_items_give_an_inter_annotator_kappa(d
     shown = panel(driver)
     for p in truth["pairs"]:
         assert shown[f"{p['model_a']} vs {p['model_b']}"]["est"] == fmt(p["label_corrected"]["estimate"])
+
+
+def test_a_score_from_the_keys_is_a_rating_label_and_the_panel_shows_its_corrected_mean(driver, world):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    rid = world["rid"]
+    driver.get(world["view"].url + f"#/run/{quote(rid, safe='')}")
+    wait(driver, "return document.querySelector('#corrected[data-ready]') && document.getElementById('queue-kind')")
+    metric = next(o.get_attribute("value") for o in Select(driver.find_element(By.ID, "queue-kind")).options
+                  if o.get_attribute("value").startswith("rating:GPT/"))
+    Select(driver.find_element(By.ID, "queue-kind")).select_by_value(metric)
+    key(driver, "n")
+    wait(driver, "return document.getElementById('ratingbar') && location.hash.indexOf('rate=') > 0"
+                 " && document.querySelector('#corrected[data-ready]')")
+    model = driver.execute_script("var s = document.getElementById('rate-model'); return s.options[s.selectedIndex].text")
+    assert driver.execute_script("return document.getElementById('rate-metric').value") == metric[len("rating:"):]
+    assert driver.execute_script(  # the metric's 1-5 scale, one button a score
+        "return Array.from(document.querySelectorAll('#ratingbar .rate-btn')).map(b => b.textContent).join(',')") == "1,2,3,4,5"
+    key(driver, "4")
+    wait(driver, "return document.getElementById('ratingbar').getAttribute('data-saved') !== null")
+    stored = read_labels(world["save"]).ratings
+    assert [(r.model, r.metric, r.score, r.annotator) for r in stored] == [(model, metric.split("/", 1)[1], 4.0, "bob")]
+    assert stored[0].queue is not None and stored[0].queue.kind == "rating"
+    assert driver.execute_script("return document.querySelector('#ratingbar .rate-btn.on').textContent") == "4"
+    truth = next(r for r in corrected(world["save"])["ratings"] if r.get("model") == model and "difference" not in r)
+    row = driver.execute_script(
+        "var r = document.querySelector('#corrected table.corrected-ratings tr[data-rating=' + JSON.stringify(arguments[0]) + ']');"
+        "return r && [r.querySelector('.est').textContent, r.children[5].textContent];", f"{truth['metric']}: {model}")
+    assert row == [fmt(truth["label_corrected"]["estimate"]), "1"]
+    key(driver, "9")  # off the 1-5 scale: no label
+    assert len(read_labels(world["save"]).ratings) == 1

@@ -440,6 +440,7 @@
     var save = function () {
       var v = ks.value || "battle";
       store(QUEUE_KEY, JSON.stringify({ kind: v === "battle" ? "battle" : "rating", metric: v === "battle" ? "" : v.slice(7), design: ds.value }));
+      if (document.activeElement && document.activeElement.blur) document.activeElement.blur();  // n works at once
     };
     ks.addEventListener("change", save); ds.addEventListener("change", save);
     var state = el("span", "muted"); state.id = "queue-state";
