@@ -174,3 +174,26 @@ def test_the_panel_s_figures_are_the_data_layer_s(world):
     """What the viewer serves is `judgecheck.corrected` of the save path, not a figure of its own."""
     served = world["view"].json(f"/api/corrected?run={quote(world['rid'], safe='')}")
     assert served == json.loads(json.dumps(corrected(world["save"]), default=str))
+
+
+def test_a_score_on_an_answer_the_judge_did_not_score_is_400(world):
+    """open_qa has no GPT metric in this run: a score there has no judge score to correct (as `eval.py label`)."""
+    view, rid = world["view"], world["rid"]
+    key, _ = gpt_key(world)
+    rows = view.json(f"/api/items?run={quote(rid, safe='')}&cat=open_qa&limit=5")["rows"]
+    before = read_labels(world["save"]).ratings
+    status, d = view.post("/api/labels", {"kind": "rating", "run": rid, "id": rows[0]["id"], "model": 0,
+                                          "metric": key, "score": 3})
+    assert status == 400 and '"metric"' in d["error"] and "no judge score" in d["error"]
+    assert read_labels(world["save"]).ratings == before
+
+
+def test_every_label_rewrites_the_save_path_s_corrected_file(world):
+    from evaluate.savepath.layout import corrected_file
+
+    view, rid = world["view"], world["rid"]
+    status, d = view.post("/api/labels", {"run": rid, "id": world_ids(world)[1], "pair": [0, 2], "verdict": "B",
+                                          "annotator": "dan"})
+    assert status == 200
+    assert json.loads(corrected_file(world["save"]).read_text()) == d["corrected"]
+    assert "dan" in d["corrected"]["annotators"]["names"]

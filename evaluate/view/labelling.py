@@ -68,7 +68,8 @@ def rating_payload(body: dict[str, Any], view: RunView, entry: Entry) -> dict[st
     else:
         raise LabelError(f'"model": expected one of the run\'s models ({", ".join(view.models)}) or its index, '
                          f"got {model!r:.60}")
-    if entry.items[view.models.index(name)] is None:
+    item = entry.items[view.models.index(name)]
+    if item is None:
         raise LabelError(f'"model": {name} has no answer to item {entry.id}')
     keys = rating_keys(view)
     metric = body.get("metric")
@@ -76,6 +77,9 @@ def rating_payload(body: dict[str, Any], view: RunView, entry: Entry) -> dict[st
     if key is None:
         raise LabelError(f'"metric": expected one of the run\'s GPT metrics ({", ".join(keys) or "none"}), '
                          f"got {metric!r:.60}")
+    judged = (item.get("scores") or {}).get(key)
+    if isinstance(judged, bool) or not isinstance(judged, (int, float)):  # as `eval.py label` checks it
+        raise LabelError(f'"metric": {name}\'s answer to item {entry.id} has no judge score on {key} to correct')
     lo, hi = view.scales[key]
     score = body.get("score")
     if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \
@@ -157,6 +161,18 @@ def next_unit(root: Any, view: RunView, query: dict[str, str]) -> dict[str, Any]
     else:
         out["model_index"] = view.models.index(out["model"]) if out["model"] in view.models else None
     return {"unit": out, "annotator": who}
+
+
+def after_label(root: Any, view: RunView) -> dict[str, Any]:
+    """The corrected verdicts once a label is stored, also written to the save path
+    (`labels/corrected.json`, as `eval.py label` rewrites it), so a script reading it sees the viewer's
+    labels too."""
+    from ..savepath.labels import write_corrected
+
+    out = corrected_or_why(root, view)
+    if "error" not in out:
+        write_corrected(root, out)
+    return out
 
 
 def corrected_or_why(root: Any, view: RunView) -> dict[str, Any]:

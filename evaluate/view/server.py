@@ -248,7 +248,7 @@ class _Handler(_Layer):
         payload["queue"] = labelling.on_queue(root, payload)
         label = cat.add_label(rid, payload)
         self._json(200, {"label": labelling.shown(label, view, pair), "summary": self._labels_summary(rid, view),
-                         "corrected": labelling.corrected_or_why(root, view)})
+                         "corrected": labelling.after_label(root, view)})
 
     def api_next(self, query: dict[str, str]) -> None:
         """The next item of the save path's label queue that this annotator has not labelled (`Label next`)."""
