@@ -774,6 +774,7 @@
     add(nav, prev, next, a(itemHash(rid, it.id, params), "link to this item", "permalink"));
     if (info.models.length > 2) {
       var ps = el("select"); ps.id = "item-pair";
+      if (pair[0] > pair[1]) option(ps, pair.join(","), info.models[pair[0]] + " vs " + info.models[pair[1]], pair.join(","));  // as the queue handed it out
       info.models.forEach(function (m, i) { info.models.forEach(function (n, j) { if (i < j) option(ps, i + "," + j, m + " vs " + n, pair.join(",")); }); });
       ps.addEventListener("change", function () { params.set("pair", ps.value); location.hash = itemHash(rid, it.id, params); });
       add(nav, add(el("label"), "pair ", ps));
@@ -878,7 +879,10 @@
   function labelBar(rid, info, it, pair, queued) {
     var bar = el("div", "labelbar"); bar.id = "labelbar";
     var A = info.models[pair[0]], B = info.models[pair[1]];
-    var mine = it.labels.length ? it.labels[it.labels.length - 1].verdict_here : null;
+    // the latest label of the name in the page counts as "yours"; the others' are counted beside it
+    var me = annotator() || "anonymous";
+    var own = it.labels.filter(function (l) { return (l.annotator || "anonymous") === me; });
+    var mine = own.length ? own[own.length - 1].verdict_here : null;
     var buttons = {};
     add(bar, el("strong", null, "Your verdict:"));
     [["A", A + " better (a)"], ["B", B + " better (b)"], ["tie", "tie (t)"]].forEach(function (x) {
@@ -892,7 +896,9 @@
     var note = el("input"); note.type = "text"; note.id = "label-note"; note.placeholder = "note (optional), then a / b / t or a button";
     note.maxLength = 2000;
     add(bar, note);
-    var said = el("span", "muted label-state", mine ? "labelled: " + verdictText(mine, info.models, pair) + (it.labels.length > 1 ? " (" + it.labels.length + " labels; the latest counts)" : "") : "not labelled");
+    var others = it.labels.length - own.length;
+    var said = el("span", "muted label-state", (mine ? "labelled: " + verdictText(mine, info.models, pair) + (own.length > 1 ? " (" + own.length + " labels; the latest counts)" : "")
+      : "not labelled") + (others ? "; " + others + " label" + (others > 1 ? "s" : "") + " by others" : ""));
     add(bar, said, nextBtn);
     var busy = false;
     bar.labelWith = function (verdict) {
