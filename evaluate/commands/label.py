@@ -62,8 +62,11 @@ def build_parser() -> Parser:
 
 
 def _pairs(order: list[tuple[str, str]], rating: bool) -> list[list[str] | None]:
-    """The pair of each --set: the --pair written after it (before the next --set), else the last one
-    before it, else none (the run's only battle holding the item)."""
+    """The pair of each --set: one --pair given: every --set's; several: the --pair written after it
+    (before the next --set), else the last one before it; none: the run's only battle holding the item."""
+    if sum(dest == "pair" for dest, _ in order) == 1:
+        only = next(value for dest, value in order if dest == "pair")
+        order = [("pair", only), *((d, v) for d, v in order if d == "set")]
     out: list[list[str] | None] = []
     after: list[bool] = []
     last = None

@@ -367,3 +367,12 @@ def record_handed(root: Path, queue: QueueState, draws: Iterable[int], annotator
 def write_corrected(root: Path, result: dict[str, Any]) -> Path:
     """The label-corrected estimates (`judgecheck.corrected`), rewritten whenever labels change."""
     return write_json(corrected_file(root), result)
+
+
+def read_corrected(root: Path) -> dict[str, Any] | None:
+    """The stored label-corrected estimates (None when absent or unreadable: they are recomputed from the labels)."""
+    try:
+        data = json.loads(corrected_file(root).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
