@@ -604,7 +604,8 @@
     }
     add(box, problems(s.problems, "Lines of labels.jsonl skipped:"));
     if (!rid) return;
-    add(box, queueControls(rid, info));
+    if ((info.battles || []).length || ratingKeysOf(info.keys, info.scales).length) add(box, queueControls(rid, info));
+    else add(box, el("p", "muted", "Label next needs the judge's battle verdicts or GPT ratings to correct; this run has neither."));
     var cbox = el("div", "corrected"); cbox.id = "corrected";
     add(box, cbox);
     if (corrected) { correctedSection(cbox, corrected); return; }
