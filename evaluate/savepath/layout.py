@@ -149,6 +149,16 @@ def labels_file(root: Path) -> Path:
     return Path(root) / "labels.jsonl"
 
 
+def label_queue_file(root: Path) -> Path:
+    """The label queue's state: each queue's drawn sequence and the draws handed out, one JSON line each."""
+    return Path(root) / "labels" / "queue.jsonl"
+
+
+def corrected_file(root: Path) -> Path:
+    """The label-corrected estimates, rewritten by `eval.py label` whenever labels change."""
+    return Path(root) / "labels" / "corrected.json"
+
+
 def logs_dir(root: Path) -> Path:
     return Path(root) / "logs"
 
