@@ -311,3 +311,21 @@ def test_an_import_with_a_broken_line_takes_nothing_and_a_good_one_is_off_the_qu
                                    "queue": {"seed": 9, "design": "uniform", "draw": 0}}) + "\n", encoding="utf-8")
     proc = eval_py("label", str(save), "--import", str(sampled))
     assert proc.returncode == 0 and "on the queue (uniform draws, seed 9, draw 0" in proc.stdout, proc.stdout
+
+
+def test_ratings_get_each_models_mean_and_the_paired_difference(save):
+    units = api.next_to_label(save, 30, metric="correctness", annotator="r")
+    scores = [5, 4, 2, 1, 3]
+    labels = [{"kind": "rating", "id": u["id"], "category": u["category"], "model": u["model"], "metric": u["metric"],
+               "score": scores[i % 5]} for i, u in enumerate(units)]
+    api.add_labels(save, labels, annotator="r")
+    d = api.corrected(save)
+    mean_a = np.mean([lab["score"] for lab in labels if lab["model"] == "model_a"])
+    row = next(r for r in d["ratings"] if r.get("model") == "model_a")
+    assert row["labels_only"]["estimate"] == pytest.approx(mean_a, abs=1e-6)
+    assert row["labels_used"] == sum(lab["model"] == "model_a" for lab in labels)
+    by = {(lab["model"], lab["id"], lab["category"]): lab["score"] for lab in labels}
+    both = [(by[("model_a", i, c)] - by[("model_b", i, c)]) for (m, i, c) in by if m == "model_a" and ("model_b", i, c) in by]
+    diff = next(r for r in d["ratings"] if r.get("model_a") == "model_a" and r.get("model_b") == "model_b")
+    assert diff["labels_used"] == len(both)
+    assert diff["difference"]["labels_only"]["estimate"] == pytest.approx(np.mean(both), abs=1e-6)
