@@ -10,6 +10,10 @@ it as `eval.py summary SAVE --fail-under ...` does.
     run.battles()         # one dict per pair of models: wins, ties, losses, win rate, interval
     run.gate(fail_under=["F1=0.3"])   # [GateResult(...)], each .passed and .line()
 
+    api.next_to_label("results/nb", 5, annotator="ana")   # the label queue's next items (dicts)
+    api.add_labels("results/nb", [{"id": "3", "model_a": "a", "model_b": "b", "verdict": "A"}], annotator="ana")
+    api.corrected("results/nb")   # {"pairs": [{model_a, model_b, label_corrected, labels_only, judge_only, ...}]}
+
 Bad input raises evaluate.core.errors.InputError (ConfigError is one) with the message the command
 line prints; nothing here prints or exits.
 """
@@ -25,7 +29,38 @@ from .core.io import read_structured
 from .ci.gates import GateResult, GateView, check_names, evaluate, parse_gates
 from .savepath.log import NoResults, RunLog, ScoreRow
 
-__all__ = ["ScoreRow", "SavedRun", "open_run", "run", "InputError"]
+__all__ = ["ScoreRow", "SavedRun", "open_run", "run", "InputError", "corrected", "next_to_label", "add_labels"]
+
+
+def corrected(save_path: str | Path, *, level: float = 0.95) -> dict[str, Any]:
+    """The label-corrected verdicts of a save path (docs/labels.md): per pair the win rate of model_a as people
+    would judge it, from the labels on the queue and every item's judge verdict, beside labels only and judge
+    only; ratings; annotators' kappa."""
+    from .judgecheck.corrected import corrected as compute
+
+    return compute(Path(save_path), level=level)
+
+
+def next_to_label(save_path: str | Path, n: int = 1, *, design: str | None = None, seed: int | None = None,
+                  annotator: str | None = None, metric: str | None = None) -> list[dict[str, Any]]:
+    """The next `n` items of the label queue for this annotator, recorded as handed out (as `eval.py label
+    --next`): each {id, category, kind, model_a, model_b (or model, metric), answer, queue}. `metric`: draw
+    answers to score on that GPT metric instead of battles."""
+    from .judgecheck.queue import next_units
+
+    return [u.to_dict() for u in next_units(Path(save_path), n, kind="rating" if metric else "battle",
+                                            design=design, seed=seed, annotator=annotator, metric=metric)]
+
+
+def add_labels(save_path: str | Path, labels: Iterable[dict[str, Any]], *, annotator: str | None = None
+               ) -> list[dict[str, Any]]:
+    """Store labels (battle: {id, verdict A|B|tie, model_a, model_b, category?}; rating: {"kind": "rating", id,
+    model, metric, score}), all or none (InputError naming the label, its field and what was expected);
+    each is on the queue when the queue handed its item out. Returns them as stored; the corrected verdicts
+    are rewritten (labels/corrected.json)."""
+    from .judgecheck.labelling import add_labels as store
+
+    return [lab.to_dict() for lab in store(Path(save_path), list(labels), annotator=annotator).labels]
 
 
 class SavedRun:

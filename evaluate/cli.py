@@ -23,6 +23,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "merge": ("evaluate.commands.merge", "join the save paths of sharded runs (--shard I/N)"),
     "meta-eval": ("evaluate.commands.metaeval", "how well an evaluator agrees with human labels"),
     "judge-check": ("evaluate.commands.judgecheck", "can I trust this judge on this kind of data?"),
+    "label": ("evaluate.commands.label", "label a run's items on the label queue; label-corrected verdicts"),
     "repeval": ("repeval.cli", "RepEval: fit and apply hidden-state projections"),
     "leaderboard": ("evaluate.commands.leaderboard", "AlpacaEval 2 / Arena-Hard leaderboards from their files"),
     "alpaca-eval": ("evaluate.commands.alpaca_eval", "judge model outputs by AlpacaEval 2's protocol"),

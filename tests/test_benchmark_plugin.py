@@ -23,6 +23,7 @@ from evaluate.core.scores import Invalid, ItemScores
 from evaluate.judges.battle import BattleItem, BattleResult, OrderJudgment
 from evaluate.benchmarks.benchmark import BENCHMARKS, Benchmark, Scored, register_benchmark
 from evaluate.benchmarks.outputs import block, row
+from evaluate.generation.formats import FORMATS, Question, QuestionFormat, register_format
 
 try:
     from tests.fake_openai_server import FakeOpenAIServer, Reply, fake_openai  # noqa: F401
@@ -98,11 +99,24 @@ class Toy(Benchmark):
                            toy={"items": str(inputs["args"].items)})
 
 
+def _read_toy_questions(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
+    return [Question(str(obj["tid"]), "toy", (obj["ask"],), obj) for _, obj in rows]
+
+
+# its question file, for `eval.py generate` and `--generate`: [{tid, ask}] in, [{tid, reply, by}] out
+TOY_QUESTIONS = QuestionFormat(
+    kind="toy", shape="Toy {tid, ask}", extension="json", detect=lambda keys: {"tid", "ask"} <= keys,
+    read=_read_toy_questions, answer=lambda q, turns, name, system, now: {"tid": q.id, "reply": turns[0], "by": name},
+    temperature=lambda category: 0.25, answers_flag=("model", "name"))
+
+
 @pytest.fixture
 def toy():
     register_benchmark(Toy)
+    register_format(TOY_QUESTIONS)
     yield Toy
     BENCHMARKS.remove("toy")
+    FORMATS.remove("toy")
 
 
 def test_a_fourth_benchmark_is_one_class(toy, fake_openai, tmp_path, capsys, monkeypatch) -> None:
@@ -187,3 +201,78 @@ def test_docs_list_every_flag_of_the_benchmark_commands() -> None:
         parsers.append(p)
     flags = {o for p in parsers for a in p._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
     assert flags and not [f for f in sorted(flags) if f"`{f}" not in doc and f"{f} " not in doc]
+
+
+def test_a_benchmarks_question_format_is_declared_with_it(toy, fake_openai, tmp_path, capsys, monkeypatch) -> None:
+    """The toy's question file, declared beside it (no file of the project touched): `eval.py generate`
+    recognises it, asks each question at the temperature the toy's rule gives, and writes the toy's own
+    answer shape; a file of no known kind is refused with the toy's shape among those expected."""
+    monkeypatch.setenv("EVAL_NO_PROGRESS", "1")
+    questions = tmp_path / "toy_questions.json"
+    questions.write_text(json.dumps([{"tid": 7, "ask": "Say seven."}, {"tid": 8, "ask": "Say eight."}]))
+    model = tmp_path / "model.yaml"
+    model.write_text(f"model:\n  backend: openai\n  base_url: {fake_openai.url}\n  model: toy-gen\n")
+    fake_openai.reply_fn = lambda req: Reply(content="seven" if "seven" in req.user_text else "eight")
+    out = tmp_path / "answers" / "gen.json"
+    assert cli(["generate", "--questions", str(questions), "--model-config", str(model), "--out", str(out)]) == 0
+    assert "generate gen (toy)" in capsys.readouterr().out
+    assert json.loads(out.read_text()) == [{"tid": "7", "reply": "seven", "by": "gen"},
+                                           {"tid": "8", "reply": "eight", "by": "gen"}]
+    asked = {r.user_text: r.body.get("temperature") for r in fake_openai.chat_requests() if r.body.get("max_tokens") != 1}
+    assert asked == {"Say seven.": 0.25, "Say eight.": 0.25}  # (the reachability probe asks for one token)
+    (tmp_path / "odd.json").write_text(json.dumps([{"what": 1}]))
+    assert cli(["generate", "--questions", str(tmp_path / "odd.json"), "--model-config", str(model),
+                "--out", str(tmp_path / "o.json")]) == 2
+    assert "Toy {tid, ask}" in capsys.readouterr().err
+
+
+def _code_names(path: Path) -> set[str]:
+    """The names, keys and paths of a module's code (docstrings, comments and help sentences left out),
+    lower-cased."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, ast.Attribute):
+            out.add(n.attr)
+        elif isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.alias):
+            out.add(n.name)
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            out.add(n.module)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs \
+                and not any(c.isspace() for c in n.value):  # a key or a path, not a sentence of help
+            out.add(n.value)
+    return {s.lower() for s in out}
+
+
+def test_the_save_path_and_generation_name_no_benchmark() -> None:
+    """A benchmark's files and question format are declared in its package: the save path's layout and
+    generation name none (in code; their docs may mention them as examples)."""
+    repo = Path(__file__).resolve().parents[1]
+    words = ("mt_bench", "mt-bench", "arena", "alpaca", "fastchat", "model_judgment", "model_answer", "model_outputs")
+    for folder in ("evaluate/savepath", "evaluate/generation"):
+        for path in sorted((repo / folder).glob("*.py")):
+            named = sorted(n for n in _code_names(path) for w in words if w in n)
+            assert not named, f"{path.relative_to(repo)} names a benchmark: {named}"
+
+
+def test_generation_imports_no_benchmark() -> None:
+    """Generation sits below the benchmarks: it reads their kinds from its registry, into which each benchmark
+    adds its own when the benchmark registry loads it (by name, as a plugin)."""
+    import ast
+
+    repo = Path(__file__).resolve().parents[1]
+    for path in sorted((repo / "evaluate/generation").glob("*.py")):
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom):
+                assert "benchmarks" not in (n.module or ""), f"{path.name}: from {'.' * n.level}{n.module} import ..."
+            elif isinstance(n, ast.Import):
+                assert not any("benchmarks" in a.name for a in n.names), f"{path.name}: import {n.names[0].name}"

@@ -29,7 +29,7 @@ import pytest
 
 from evaluate.backends.base import JudgeRequest
 from evaluate.commands.generate import main as generate_main
-from evaluate.generation.formats import FASTCHAT_TEMPERATURE
+from evaluate.benchmarks.mt_bench.formats import FASTCHAT_TEMPERATURE
 from fake_openai_server import FakeOpenAIServer, RecordedRequest, Reply, fake_openai  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,8 +16,9 @@ ROOTS = ("evaluate", "unieval", "repeval", "sageval")
 CORE = ("evaluate/core",)
 LOW = ("evaluate/core", "evaluate/backends")  # what every evaluator may build on
 SAVEPATH = "evaluate/savepath"  # the save path's format: every layer that writes or reads one builds on it
-BENCHMARKS = ("evaluate/benchmarks", "evaluate/benchmarks/mt_bench", "evaluate/benchmarks/alpaca_eval",
-              "evaluate/benchmarks/arena_hard")  # each benchmark a package, above the run
+# each benchmark a package, above the run (found, not listed: a new benchmark touches no file outside its package)
+BENCHMARKS = ("evaluate/benchmarks", *sorted(f"evaluate/benchmarks/{p.name}" for p in (REPO / "evaluate/benchmarks").iterdir()
+                                              if (p / "__init__.py").is_file()))
 ABOVE_RUN = ("evaluate/ci", "evaluate/metaeval", "evaluate/compare", "evaluate/judgecheck", "evaluate/generation",
              *BENCHMARKS)  # what builds on a run: gates and CI files, meta-evaluation, run-to-run comparison, ...
 RUN_MODULES = {"config", "answers", "plan", "run", "schedule", "shard", "merge", "collect", "savedir", "results",

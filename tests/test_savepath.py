@@ -343,9 +343,10 @@ def test_alpaca_eval_is_written_by_the_save_path_package(fake_openai, tmp_path, 
 
 # ---------------------------------------------------------------- a benchmark lives in one package
 BENCHMARK_MODULES = {
-    "mt_bench": {"__init__", "config", "data", "files", "judge", "judge_check", "outputs", "run", "stats", "text"},
-    "alpaca_eval": {"__init__", "judge", "leaderboard", "outputs"},
-    "arena_hard": {"__init__", "files", "outputs", "run", "scores"},
+    "mt_bench": {"__init__", "config", "data", "files", "formats", "judge", "judge_check", "outputs", "run", "stats",
+                 "text"},
+    "alpaca_eval": {"__init__", "formats", "judge", "leaderboard", "outputs"},
+    "arena_hard": {"__init__", "files", "formats", "outputs", "run", "scores"},
 }
 
 

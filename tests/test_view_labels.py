@@ -34,7 +34,7 @@ def test_processes_appending_at_once_lose_no_label_and_leave_whole_lines(tmp_pat
 
 def test_a_label_is_stamped_and_read_back(tmp_path):
     lab = append_label(tmp_path, {**LABEL, "note": "<b>not</b> markup to us", "run_id": "r1"})
-    assert lab.time.endswith("+00:00") and lab.schema == "llm-eval-label/1"
+    assert lab.time.endswith("+00:00") and lab.schema == "llm-eval-label/2"
     back = read_labels(tmp_path).labels
     assert [x.to_dict() for x in back] == [lab.to_dict()] and back[0].note == "<b>not</b> markup to us"
 

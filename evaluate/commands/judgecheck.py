@@ -6,6 +6,7 @@ SAVE_PATH`: the judge's battle verdicts already in a run against a person's labe
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 from ..core.errors import InputError
@@ -25,9 +26,14 @@ def main(argv: list[str]) -> int:
                                              "N sanity pairs per corruption")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", help="also write the full record (JSON) here")
+    p.add_argument("--json", action="store_true", help="with --labels: print the label-corrected verdicts as one JSON "
+                   "object ({\"pairs\": [{model_a, model_b, labels_used, effective_labels, label_corrected, "
+                   "labels_only, judge_only, ...}]}, docs/labels.md) instead of the text")
     args = p.parse_args(argv)
     if args.labels is not None:
         return labels_main(args)
+    if args.json:
+        raise InputError("--json: prints the label-corrected verdicts of --labels SAVE_PATH; give --labels")
     if args.config is None:
         raise InputError("judge-check: give --config CFG (check the config's judge) or --labels SAVE_PATH (check the "
                          "judge's verdicts in a run against your labels)")
@@ -68,10 +74,23 @@ def labels_main(args) -> int:
     if given:
         raise InputError(f"--labels reads the judge's verdicts already in the run and asks no judge; "
                          f"{', '.join(given)} does not apply")
+    from ..judgecheck.corrected import corrected, format_corrected
+
+    if args.json:  # for scripts: the corrected verdicts alone, whatever labels there are (none: empty rows)
+        result = corrected(Path(args.labels))
+        for problem in result.get("problems", []):
+            print(f"warning: {problem}", file=sys.stderr)
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        if args.output:
+            write_json(Path(args.output), result)
+        return 0
     record, found = check_labels(Path(args.labels))
     for problem in found.problems:
         print(f"warning: {problem}", file=sys.stderr)
     print(format_labels_report(record), flush=True)
+    result = corrected(Path(args.labels))
+    record["corrected"] = result
+    print("\n" + format_corrected(result), flush=True)
     if args.output:
         write_json(Path(args.output), record)
     return 0

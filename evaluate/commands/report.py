@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
             write_comparisons(args.save_path, log=log)
             log.comparisons = read.read_comparisons(args.save_path, after := [])
             log.problems = [p for p in log.problems if p not in before] + after
+        if layout.labels_file(args.save_path).is_file():  # the labels as they are now: "What people would say"
+            from ..judgecheck.labelling import update_corrected
+
+            update_corrected(args.save_path)
         out = write_report(args.save_path, args.out, data=log)
     except NoResults as exc:
         print(f"error: {exc}", file=sys.stderr)

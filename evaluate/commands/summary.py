@@ -65,6 +65,16 @@ def _gated(data: RunLog) -> list[str]:
     return [m for m in data.models if m in named] if named else list(data.models)
 
 
+def _corrected(save_path: Path) -> dict | None:
+    """The label-corrected verdicts from the labels as they are now (None without labels)."""
+    from ..judgecheck.corrected import corrected
+    from ..savepath.layout import labels_file
+
+    if not labels_file(save_path).is_file():
+        return None
+    return corrected(save_path)
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     width = _width(args.width) if args.width is not None else None
@@ -94,7 +104,7 @@ def main(argv: list[str]) -> int:
             from ..ci.gates import GateView
 
             check_names(gates, GateView.of(data, _gated(data)).known())
-    print(closing_summary(data, width=width, color=None, scores=args.scores))
+    print(closing_summary(data, width=width, color=None, scores=args.scores, corrected=_corrected(args.save_path)))
     if not verdict:
         if data.unreadable:  # the lines above lack those models: say so, and never exit 0
             print(incomplete_line(data.unreadable, "this summary"), file=sys.stderr)

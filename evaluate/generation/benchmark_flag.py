@@ -24,12 +24,10 @@ from pathlib import Path
 
 from ..core.errors import InputError
 from ..savepath.layout import generated_answer_file
-from .formats import EXTENSIONS, QuestionFile, answer_rows, read_questions, serialise
+from .formats import QuestionFile, answer_rows, question_format, read_questions, serialise
 from .options import load_model_config
 from .produce import generate_answers
 
-# where each benchmark command lists its answers: the args attribute, and whether it holds names or paths
-_TARGET = {"mt-bench": ("answers", "path"), "arena-hard": ("model", "name"), "alpaca-eval": ("model_outputs", "path")}
 
 
 def add_generate_argument(parser: argparse.ArgumentParser) -> None:
@@ -51,11 +49,11 @@ def _specs(values: list[str]) -> list[tuple[str, Path]]:
 
 
 def _select(qf: QuestionFile, kind: str, limit: int | None) -> QuestionFile:
-    """The questions the benchmark command will judge: MT-bench's first `limit` of each category, the
-    others' first `limit`."""
+    """The questions the benchmark command will judge: the first `limit` of each category where the kind
+    says so (MT-bench), else the first `limit`."""
     if not limit:
         return qf
-    if kind == "mt-bench":
+    if question_format(kind).per_category_limit:
         seen: dict[str, int] = {}
         keep = []
         for q in qf.questions:
@@ -72,7 +70,7 @@ def generate_for_benchmark(args: argparse.Namespace, kind: str, questions_path: 
     changed in place; `args.generated` maps each name to its file). Returns 0, or 3 when the model's
     server is unreachable or an answer is missing (the command must stop: nothing is judged).
     InputError (exit 2, nothing sent) on a bad flag, model config or question file."""
-    attr, what = _TARGET[kind]
+    attr, what = question_format(kind).answers_flag
     specs = _specs(getattr(args, "generate", None) or [])
     args.generated = {}
     if specs:
@@ -82,7 +80,7 @@ def generate_for_benchmark(args: argparse.Namespace, kind: str, questions_path: 
             raise InputError(f"{questions_path}: {qf.kind} questions, but {kind} needs its own")
         stand_ins = None
         for name, opts in configs:
-            out = generated_answer_file(answers_dir, name, EXTENSIONS[kind])
+            out = generated_answer_file(answers_dir, name, question_format(kind).extension)
             report = generate_answers(qf, opts, out, name=name, dry_run=bool(getattr(args, "dry_run", False)),
                                       save_path=getattr(args, "save_path", None))
             for line in report.lines():

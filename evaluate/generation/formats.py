@@ -1,43 +1,29 @@
 """Question files in, answer files out: each kind in the shape its own tools write and read.
 
-| kind        | questions                                   | answers written                                  |
-|-------------|---------------------------------------------|--------------------------------------------------|
-| target      | this project's / ColossalAI's records        | the same records with `output` (a conversation:  |
-|             | `{id, category, instruction, input}`         | its assistant turns) filled                      |
-| mt-bench    | FastChat's question.jsonl                    | FastChat's model_answer/<name>.jsonl             |
-|             | `{question_id, category, turns}`             | `{question_id, answer_id, model_id, choices,     |
-|             |                                              | tstamp}`                                         |
-| arena-hard  | Arena-Hard's question.jsonl `{uid, prompt}`  | its model_answer/<name>.jsonl `{uid, ans_id,     |
-|             |                                              | model, messages, tstamp, metadata}`              |
-| alpaca-eval | a list of `{instruction, dataset}` (any      | model_outputs.json `{instruction, output,         |
-|             | model_outputs.json)                          | generator, dataset}`                             |
+A kind is one declaration, a `QuestionFormat`: how a file of it is recognised (its first record's
+keys), read into `Question`s, and how an answered question is written back in the shape its own
+tools read. This project's own target records (`{id, category, instruction, input}` or a
+conversation; answers: the same records with `output`, or the assistant turns, filled) are declared
+here; a benchmark declares its own in its package (`evaluate/benchmarks/<name>/formats.py`: FastChat's
+MT-bench questions, Arena-Hard's, AlpacaEval's) and registers it with `register_format` when the
+benchmark registry loads it.
 
-The kind is recognised from the records' keys; a file of no known kind, or a record with no text
-to send, is refused (InputError: exit 2) naming the file and the record before anything is sent.
+A file of no known kind, or a record with no text to send, is refused (InputError: exit 2) naming the
+file and the record before anything is sent.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from ..core.errors import ConfigError, InputError
-from ..core.options import short
-
-KINDS = ("target", "mt-bench", "arena-hard", "alpaca-eval")
-# the answer file's extension for each kind (the run's save path: answers/<name>.<ext>)
-EXTENSIONS = {"target": "json", "mt-bench": "jsonl", "arena-hard": "jsonl", "alpaca-eval": "json"}
-
-# FastChat's sampling temperature per MT-bench category (gen_model_answer.py / gen_api_answer.py,
-# common.temperature_config); a category it does not list gets 0.7, as FastChat gives it.
-FASTCHAT_TEMPERATURE = {"writing": 0.7, "roleplay": 0.7, "extraction": 0.0, "math": 0.0, "coding": 0.0,
-                        "reasoning": 0.0, "stem": 0.1, "humanities": 0.1}
-FASTCHAT_OTHER_TEMPERATURE = 0.7
-
+from ..core.registry import Registry
 
 @dataclass
 class Question:
@@ -59,6 +45,51 @@ class QuestionFile:
     jsonl: bool  # the questions were JSON Lines (a target file keeps that form)
 
 
+def _greedy(category: str) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True)
+class QuestionFormat:
+    """One kind of question file. `detect(keys)`: whether a first record with these keys is of this kind;
+    `read(path, rows)`: its questions (InputError naming the record); `answer(q, turns, name, system, now)`:
+    one answered question's record in the kind's answer file."""
+
+    kind: str
+    shape: str  # the records' shape, for the message when no kind fits: 'FastChat MT-bench {question_id, ...}'
+    extension: str  # of a generated answer file: answers/<name>.<extension>
+    detect: Callable[[set[str]], bool]
+    read: Callable[[Path, list[tuple[str, Any]]], list[Question]]
+    answer: Callable[[Question, list[str], str, "str | None", float], dict[str, Any]]
+    jsonl: bool = False  # answers written as JSON Lines (else a JSON list)
+    temperature: Callable[[str], float] = _greedy  # per category, when the model config sets none
+    temperature_rule: Any = 0.0  # how the signature states that rule
+    per_category_limit: bool = False  # a benchmark's `--limit N` keeps the first N of each category
+    answers_flag: tuple[str, str] = ("", "")  # the benchmark command's answers: (args attribute, "path" | "name")
+
+
+FORMATS: Registry[QuestionFormat] = Registry("question format")
+
+
+def register_format(fmt: QuestionFormat) -> QuestionFormat:
+    """Add a kind of question file (a benchmark's, at import); the same declaration twice is one."""
+    if fmt.kind in FORMATS:
+        FORMATS.remove(fmt.kind)
+    FORMATS.add(fmt.kind, fmt)
+    return fmt
+
+
+def formats() -> Registry[QuestionFormat]:
+    """Every kind: this project's target records and each installed benchmark's. The benchmarks are loaded
+    as plugins are, by name, so that generation stays below them in the import graph."""
+    importlib.import_module("evaluate.benchmarks.benchmark").benchmarks()
+    return FORMATS
+
+
+def question_format(kind: str) -> QuestionFormat:
+    return formats().get(kind)
+
+
 def _raw_records(path: Path) -> tuple[list[tuple[str, Any]], bool]:
     from ..pipeline.answers import read_records_raw
 
@@ -74,18 +105,14 @@ def detect(path: Path, rows: list[tuple[str, Any]]) -> str:
     if not isinstance(first, dict):
         raise InputError(f"{path}: {where}: expected an object, got {type(first).__name__}")
     keys = set(first)
-    if "question_id" in keys and "turns" in keys:
-        return "mt-bench"
-    if "uid" in keys and "prompt" in keys:
-        return "arena-hard"
-    if "id" in keys and "category" in keys and keys & {"instruction", "turns", "messages"}:
-        return "target"
-    if "instruction" in keys and "id" not in keys:
-        return "alpaca-eval"
+    known = formats()
+    for kind in [k for k in known if k != "target"] + ["target"]:  # a benchmark's shape is the narrower one
+        if known.get(kind).detect(keys):
+            return kind
+    shapes = [known.get("target").shape] + [known.get(k).shape for k in known if k != "target"]
     raise InputError(
         f"{path}: {where}: no known kind of question file (keys: {', '.join(sorted(map(str, keys))) or 'none'}); "
-        "expected this project's target records {id, category, instruction, input}, FastChat MT-bench "
-        "{question_id, category, turns}, Arena-Hard {uid, prompt} or AlpacaEval {instruction, dataset}")
+        f"expected {', '.join(shapes[:-1])} or {shapes[-1]}")
 
 
 def read_questions(path: Path) -> QuestionFile:
@@ -93,8 +120,7 @@ def read_questions(path: Path) -> QuestionFile:
     path = Path(path)
     rows, jsonl = _raw_records(path)
     kind = detect(path, rows)
-    reader = {"target": _target, "mt-bench": _mt_bench, "arena-hard": _arena_hard, "alpaca-eval": _alpaca}[kind]
-    questions = reader(path, rows)
+    questions = question_format(kind).read(path, rows)
     seen: dict[str, int] = {}
     for q in questions:
         seen[q.id] = seen.get(q.id, 0) + 1
@@ -128,56 +154,14 @@ def _target(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
     return out
 
 
-def _mt_bench(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
-    from ..benchmarks.mt_bench.data import read_questions as read_mt
-
-    by_id = {}
-    for _, obj in rows:
-        if isinstance(obj, dict):
-            by_id.setdefault(str(obj.get("question_id")), obj)
-    return [Question(str(q.question_id), q.category, q.turns, by_id.get(str(q.question_id), {}))
-            for q in read_mt(path)]
-
-
-def _arena_hard(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
-    from ..benchmarks.arena_hard.files import read_questions as read_ah
-
-    out = []
-    for q in read_ah(path):
-        if not q["prompt"].strip():
-            raise InputError(f"{path}: uid {q['uid']}: no text to send: the prompt is empty")
-        out.append(Question(q["uid"], q["category"], (q["prompt"],), q))
-    return out
-
-
-def _alpaca(path: Path, rows: list[tuple[str, Any]]) -> list[Question]:
-    out = []
-    for i, (where, obj) in enumerate(rows):
-        label = f"{path}: {where} (instruction {i})"
-        if not isinstance(obj, dict):
-            raise InputError(f"{label}: expected an object {{instruction, dataset}}, got {type(obj).__name__}")
-        text = obj.get("instruction")
-        if not isinstance(text, str):
-            raise InputError(f'{label}: "instruction": expected a string, got {short(text)}')
-        if not text.strip():
-            raise InputError(f'{label}: no text to send: "instruction" is empty')
-        dataset = obj.get("dataset")
-        if dataset is not None and not isinstance(dataset, str):
-            raise InputError(f'{label}: "dataset": expected a string, got {short(dataset)}')
-        out.append(Question(str(i), dataset or "", (text,), obj))
-    return out
-
-
 def default_temperature(kind: str, category: str) -> float:
-    """The temperature when the model config sets none: FastChat's per-category table for MT-bench
-    questions, else 0 (greedy)."""
-    if kind == "mt-bench":
-        return FASTCHAT_TEMPERATURE.get(category, FASTCHAT_OTHER_TEMPERATURE)
-    return 0.0
+    """The temperature when the model config sets none: the kind's rule (FastChat's per-category table for
+    MT-bench questions), else 0 (greedy)."""
+    return question_format(kind).temperature(category)
 
 
 # ------------------------------------------------------------------------------------------ writing
-def _short_id(*parts: str) -> str:
+def stable_id(*parts: str) -> str:
     """A stable 22-character id (FastChat and Arena-Hard write a random shortuuid; a stable one keeps a
     re-written file byte-identical apart from its timestamps)."""
     return hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:22]
@@ -188,30 +172,16 @@ def answer_rows(qf: QuestionFile, answers: dict[str, list[str]], name: str,
     """The answer file's records, in question order, for the questions answered in full."""
     rows = []
     now = time.time()
+    fmt = question_format(qf.kind)
     for q in qf.questions:
         turns = answers.get(q.id)
         if turns is None or len(turns) != len(q.turns):
             continue
-        if qf.kind == "target":
-            rows.append(_target_row(q, turns))
-        elif qf.kind == "mt-bench":
-            rows.append({"question_id": q.raw.get("question_id", q.id),
-                         "answer_id": _short_id(name, q.id, *turns), "model_id": name,
-                         "choices": [{"index": 0, "turns": list(turns)}], "tstamp": now})
-        elif qf.kind == "arena-hard":
-            from ..benchmarks.arena_hard.scores import style_metadata
-
-            messages = ([{"role": "system", "content": system}] if system else []) + [
-                {"role": "user", "content": q.turns[0]}, {"role": "assistant", "content": {"answer": turns[0]}}]
-            rows.append({"uid": q.id, "ans_id": _short_id(name, q.id, turns[0]), "model": name,
-                         "messages": messages, "tstamp": now, "metadata": style_metadata(turns[0])})
-        else:
-            rows.append({"instruction": q.turns[0], "output": turns[0], "generator": name,
-                         "dataset": q.raw.get("dataset")})
+        rows.append(fmt.answer(q, turns, name, system, now))
     return rows
 
 
-def _target_row(q: Question, turns: list[str]) -> dict[str, Any]:
+def _target_row(q: Question, turns: list[str], name: str, system: str | None, now: float) -> dict[str, Any]:
     row = dict(q.raw)
     if "turns" in row:
         row["turns"] = [{**t, "assistant": a} for t, a in zip(row["turns"], turns)]
@@ -231,7 +201,17 @@ def _target_row(q: Question, turns: list[str]) -> dict[str, Any]:
 
 
 def serialise(kind: str, rows: list[dict[str, Any]], out: Path) -> str:
-    """JSON Lines for FastChat's and Arena-Hard's files (and a target file written to .jsonl), else a JSON list."""
-    if kind in ("mt-bench", "arena-hard") or out.suffix.lower() == ".jsonl":
+    """JSON Lines for a kind that writes them (FastChat's, Arena-Hard's; a target file written to .jsonl), else
+    a JSON list."""
+    if question_format(kind).jsonl or out.suffix.lower() == ".jsonl":
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     return json.dumps(rows, ensure_ascii=False, indent=2) + "\n"
+
+
+def _is_target(keys: set[str]) -> bool:
+    return "id" in keys and "category" in keys and bool(keys & {"instruction", "turns", "messages"})
+
+
+register_format(QuestionFormat(
+    kind="target", shape="this project's target records {id, category, instruction, input}", extension="json",
+    detect=_is_target, read=_target, answer=_target_row))

@@ -24,7 +24,7 @@ from ..savepath.write import server_logs, write_json, write_text
 from ..core.io import check_output_file
 from ..core.secrets import scrub_url
 from .engine import TEMPLATE, Answers, Estimate, answer_all, estimate
-from .formats import FASTCHAT_TEMPERATURE, QuestionFile, answer_rows, serialise
+from .formats import QuestionFile, answer_rows, question_format, serialise
 
 EXIT_OK, EXIT_FAILED = 0, 3
 CACHE_FILE = "generate_cache.sqlite"
@@ -107,8 +107,7 @@ def parameters(opts: Any, kind: str) -> dict[str, Any]:
     """The decoding parameters of the signature (the temperature rule as applied)."""
     temp: Any = opts.temperature
     if temp is None:
-        temp = ({"by_category": FASTCHAT_TEMPERATURE, "other": 0.7, "source": "FastChat temperature_config"}
-                if kind == "mt-bench" else 0.0)
+        temp = question_format(kind).temperature_rule
     return {"temperature": temp, "top_p": opts.top_p, "max_tokens": opts.max_tokens, "seed": opts.seed,
             "stop": list(opts.stop or []), "system": opts.system}
 

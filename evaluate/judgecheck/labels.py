@@ -95,11 +95,16 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
     it, plus Cohen's kappa of the judge and of each trivial rule."""
     kept, replaced = latest(labels)
     index = battle_index(battles)
-    matched, no_battle = [], 0
+    matched, no_battle, missing = [], 0, []
+    models = {m for pair in index for m in pair}
     for lab in kept:  # every verdict in the orientation of the battle file: "A" is always the same model
         verdict, item, swapped = judge_verdict(index, lab)
         if verdict is None:
             no_battle += 1
+            unknown = [m for m in (lab.model_a, lab.model_b) if m not in models]
+            missing.append({"id": lab.id, "category": lab.category, "model_a": lab.model_a, "model_b": lab.model_b,
+                            "why": (f"no model {', '.join(map(repr, unknown))} in the run's battles" if unknown
+                                    else "no battle of this pair holds this item")})
             continue
         a, b = (lab.model_b, lab.model_a) if swapped else (lab.model_a, lab.model_b)
         lengths = (len(outputs.get((a, lab.id, lab.category), "")), len(outputs.get((b, lab.id, lab.category), "")))
@@ -126,7 +131,7 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
                                    "kappa_ci": scored["kappa_ci95"]})
     record: dict[str, Any] = {
         "data": source, "labels": len(labels), "items_labelled": len(kept), "relabelled": replaced,
-        "with_judge_verdict": len(matched), "without_battle": no_battle,
+        "with_judge_verdict": len(matched), "without_battle": no_battle, "not_in_run": missing,
         "pairs": n, "label_ties_left_out": label_ties,
         "agreement": {"accuracy": accuracy, "n": n, "ci95": decided_rules["ci95"], "right": right,
                       "wrong": n - right - judge_ties, "judge_ties": judge_ties,
@@ -243,7 +248,13 @@ def format_labels_report(record: dict[str, Any]) -> str:
              + f"; {record['with_judge_verdict']} with a judge verdict"
              + (f", {record['without_battle']} without (no battle verdict on that item)" if record["without_battle"]
                 else ""),
-             f"judge: {', '.join(record.get('judge') or ['?'])} (its battle verdicts in the run; no new request)", ""]
+             f"judge: {', '.join(record.get('judge') or ['?'])} (its battle verdicts in the run; no new request)"]
+    for x in (record.get("not_in_run") or [])[:10]:  # named, not silently dropped
+        lines.append(f"  not in the run: item {x['id']!r} ({x['category'] or 'no category'}) of {x['model_a']} vs "
+                     f"{x['model_b']}: {x['why']}")
+    if len(record.get("not_in_run") or []) > 10:
+        lines.append(f"  ... and {len(record['not_in_run']) - 10} more labels not in the run")
+    lines.append("")
 
     def kap(value: Any, ci: Any = None) -> str:
         if value is None:

@@ -33,6 +33,7 @@ from .analysis import (
     significant,
     verdict_detail,
 )
+from ..savepath.labels import read_corrected
 from ..savepath.layout import report_file
 from ..savepath.manifest import iso
 from ..savepath.write import write_text
@@ -79,6 +80,7 @@ def context(data: RunLog) -> dict[str, Any]:
         "pairs": pairs(data),
         "ranking": ranking_view(data.ranking),
         "judge": judge_panel(data),
+        "people": people_view(read_corrected(data.path)),
         "warnings": judge_warnings(data),
         "sections": category_sections(data),
         "overall_charts": overall_charts(data),
@@ -86,6 +88,50 @@ def context(data: RunLog) -> dict[str, Any]:
         "problems": data.problems,
         **embed_browser_data(browser_data(data)),
     }
+
+
+def _iv_text(block: dict[str, Any] | None) -> str:
+    if not block or block.get("estimate") is None:
+        return "–"
+    lo, hi = block.get("low"), block.get("high")
+    return f"{block['estimate']:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else "")
+
+
+def people_view(corrected: dict[str, Any] | None) -> dict[str, Any] | None:
+    """"What people would say": the stored label-corrected verdicts (labels/corrected.json) as table rows;
+    None when no pair has a label."""
+    if not corrected:
+        return None
+    rows = []
+    for p in corrected.get("pairs") or []:
+        left = ", ".join(f"{n} {why}" for why, n in (p.get("left_out") or {}).items() if n)
+        if not p.get("labels_used") and not left:
+            continue
+        eff, decide = p.get("effective_labels"), p.get("labels_to_decide")
+        rows.append({"model_a": p["model_a"], "model_b": p["model_b"], "corrected": _iv_text(p.get("label_corrected")),
+                     "labels_only": _iv_text(p.get("labels_only")), "judge_only": _iv_text(p.get("judge_only")),
+                     "labels_used": p.get("labels_used", 0),
+                     "effective": f"{eff:.0f}" if isinstance(eff, (int, float)) else "–",
+                     "decide": "decided" if decide == 0 else "–" if decide is None else f"about {decide}",
+                     "left_out": left or "none"})
+    ratings = []
+    for r in corrected.get("ratings") or []:
+        block = r.get("difference") or r
+        what = (f"{r['metric']}: {r['model_a']} − {r['model_b']} (mean difference)" if "difference" in r
+                else f"{r['metric']}: mean of {r['model']}")
+        eff = r.get("effective_labels")
+        ratings.append({"what": what, "corrected": _iv_text(block.get("label_corrected")),
+                        "labels_only": _iv_text(block.get("labels_only")), "judge_only": _iv_text(block.get("judge_only")),
+                        "labels_used": r.get("labels_used", 0),
+                        "effective": f"{eff:.0f}" if isinstance(eff, (int, float)) else "–"})
+    if not rows and not ratings:
+        return None
+    lvl = f"{corrected.get('level', 0.95):.0%}"
+    return {"pairs": rows, "ratings": ratings,
+            "note": f"{lvl} intervals. Labels given off the queue (chosen by a person rather than drawn) are left out "
+                    "of the estimate, counted under 'left out'; they still count for the judge's agreement with "
+                    "you. 'worth': how many labels alone would give the label-corrected interval's width. "
+                    "`eval.py label SAVE_PATH --next 10` hands out the next items to label."}
 
 
 def _elo(x: Any) -> str:

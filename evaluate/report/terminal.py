@@ -37,6 +37,7 @@ from ..stats.intervals import MIN_INTERVAL_N
 from ..stats.panel import agreement_sentence, items_rating_agreement
 from .analysis import confirmatory, finite, judge_warnings, num, significant
 from ..savepath import layout
+from ..savepath.labels import read_corrected
 from ..savepath.log import RunLog, read_run_log
 
 BOLD, RED, GREEN, RESET = "\033[1m", "\033[31m", "\033[32m", "\033[0m"
@@ -67,6 +68,49 @@ def _heads(names: list[str], w: int) -> tuple[list[str], list[str]]:
     if all(_columns(n) <= w for n in names):
         return names, []
     return [f"({i})" for i in range(1, len(names) + 1)], [f"({i}) {n}" for i, n in enumerate(names, 1)]
+
+
+def _est(block: dict[str, Any] | None) -> str:
+    if not block or block.get("estimate") is None:
+        return "-"
+    lo, hi = block.get("low"), block.get("high")
+    return f"{block['estimate']:.2f}" + (f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else "")
+
+
+def corrected_lines(corrected: dict[str, Any] | None, width: int = 100) -> list[str]:
+    """What people would say, per pair with labels on the queue (or labels left out): the label-corrected
+    win rate with its interval, labels only, judge only ("if the judge were right"), labels used and what
+    they were worth, how many more would decide the pair, what was left out and why."""
+    if not corrected:
+        return []
+    lines: list[str] = []
+    lvl = f"{corrected.get('level', 0.95):.0%}"
+    for p in corrected.get("pairs") or []:
+        left = ", ".join(f"{n} {why}" for why, n in (p.get("left_out") or {}).items() if n)
+        if not p.get("labels_used") and not left:
+            continue
+        eff = p.get("effective_labels")
+        decide = p.get("labels_to_decide")
+        text = (f"what people would say: {p['model_a']} vs {p['model_b']}: win rate of {p['model_a']} "
+                f"label-corrected {_est(p.get('label_corrected'))} ({lvl}), labels only {_est(p.get('labels_only'))}, "
+                f"judge only {_est(p.get('judge_only'))} (if the judge were right); {p.get('labels_used', 0)} labels"
+                + (f", worth {eff:.0f} labels alone" if isinstance(eff, (int, float)) and p.get("labels_used") else "")
+                + ("" if decide is None or (p.get("labels_used") or 0) < 2 else
+                   "; decided" if decide == 0 else f"; about {decide} more labels would decide it")
+                + (f"; left out: {left}" if left else ""))
+        lines += _wrap(text, width)
+    for r in corrected.get("ratings") or []:
+        if "difference" in r:
+            d = r["difference"]
+            text = (f"what people would say: {r['metric']} {r['model_a']} - {r['model_b']}: label-corrected "
+                    f"{_est(d.get('label_corrected'))}, labels only {_est(d.get('labels_only'))}, judge only "
+                    f"{_est(d.get('judge_only'))}; {r.get('labels_used', 0)} items scored for both")
+        else:
+            text = (f"what people would say: {r['metric']} of {r['model']}: label-corrected "
+                    f"{_est(r.get('label_corrected'))}, labels only {_est(r.get('labels_only'))}, judge only "
+                    f"{_est(r.get('judge_only'))}; {r.get('labels_used', 0)} labels")
+        lines += _wrap(text, width)
+    return lines
 
 
 def _wrap(text: str, width: int, indent: str = "  ") -> list[str]:
@@ -453,9 +497,10 @@ def _not_scored_lines(data: RunLog, width: int) -> list[str]:
 
 
 def closing_summary(source: Path | RunLog, *, width: int | None = None, color: bool | None = None,
-                    scores: Sequence[str] | None = None) -> str:
+                    scores: Sequence[str] | None = None, corrected: dict[str, Any] | None = None) -> str:
     """The closing lines of a save path (its files) or of a run's view (`RunLog`, from memory).
-    `scores`: the scores to show (default: see `shown_scores`)."""
+    `scores`: the scores to show (default: see `shown_scores`). `corrected`: the label-corrected verdicts
+    (`judgecheck.corrected`; default: the ones stored in the save path, `labels/corrected.json`)."""
     data = source if isinstance(source, RunLog) else read_run_log(Path(source))
     save_path = data.path
     if width is None:
@@ -489,6 +534,9 @@ def closing_summary(source: Path | RunLog, *, width: int | None = None, color: b
     for w in judge_warnings(data):
         text = "\n".join(_wrap("judge warning: " + w, width))
         lines.append(RED + text + RESET if color else text)
+    people = corrected_lines(corrected if corrected is not None else read_corrected(save_path), width)
+    if people:
+        lines += [""] + people
     report = layout.report_file(save_path)
     lines.append("")
     lines.append(f"report:   {report}" if report.exists() else f"report:   (not written) eval.py report {save_path}")

@@ -149,6 +149,16 @@ def labels_file(root: Path) -> Path:
     return Path(root) / "labels.jsonl"
 
 
+def label_queue_file(root: Path) -> Path:
+    """The label queue's state: each queue's drawn sequence and the draws handed out, one JSON line each."""
+    return Path(root) / "labels" / "queue.jsonl"
+
+
+def corrected_file(root: Path) -> Path:
+    """The label-corrected estimates, rewritten by `eval.py label` whenever labels change."""
+    return Path(root) / "labels" / "corrected.json"
+
+
 def logs_dir(root: Path) -> Path:
     return Path(root) / "logs"
 
@@ -158,70 +168,18 @@ def server_log_file(root: Path, name: str) -> Path:
     return logs_dir(root) / f"{safe_name(name)}.log"
 
 
-# The benchmarks' own files, in their own formats and places (FastChat's, Arena-Hard's, AlpacaEval's):
-# kept in the save path beside the project's files, written through this package like every other file.
-def model_answer_dir(root: Path) -> Path:
-    """FastChat's and Arena-Hard's `model_answer/` (one `<model>.jsonl` per model; generated ones too)."""
-    return Path(root) / "model_answer"
-
-
-def model_answer_file(root: Path, model: str) -> Path:
-    return generated_answer_file(model_answer_dir(root), model, "jsonl")
-
-
 def generated_answer_file(folder: Path, name: str, ext: str) -> Path:
     """A model's generated answers in a benchmark's answer folder (`model_answer/`, `model_outputs/`):
     `<name>.<ext>`, the name as given (the benchmark names the model by its file)."""
     return Path(folder) / f"{name}.{ext.lstrip('.')}"
 
 
-def model_outputs_dir(root: Path) -> Path:
-    """AlpacaEval's model outputs of the models generated into the save path (`<model>.json`)."""
-    return Path(root) / "model_outputs"
-
-
-def model_judgment_dir(root: Path) -> Path:
-    return Path(root) / "model_judgment"
-
-
-def mt_bench_judgment_file(root: Path, judge_model: str, mode: str) -> Path:
-    """FastChat's `model_judgment/<judge>_single.jsonl` / `<judge>_pair.jsonl` (the name made file-safe)."""
-    suffix = "single" if mode == "single" else "pair"
-    return model_judgment_dir(root) / f"{safe_name(judge_model)}_{suffix}.jsonl"
-
-
-def mt_bench_summary_file(root: Path) -> Path:
-    """An MT-bench run's counts, file hashes and tables (`mt_bench_summary.json`)."""
-    return Path(root) / "mt_bench_summary.json"
-
-
-def arena_hard_judgment_dir(root: Path, judge: str) -> Path:
-    """Arena-Hard's `model_judgment/<judge>/` (the judge's name as given: a folder Arena-Hard wrote)."""
-    return model_judgment_dir(root) / judge
-
-
-def arena_hard_judgment_file(root: Path, judge: str, model: str) -> Path:
-    return arena_hard_judgment_dir(root, judge) / f"{model}.jsonl"
-
-
-def leaderboard_csv(root: Path) -> Path:
-    """Arena-Hard's leaderboard of the run, as its table shows it."""
-    return Path(root) / "leaderboard.csv"
-
-
-def alpaca_annotations_file(root: Path, model: str, annotator: str) -> Path:
-    """AlpacaEval's results layout: `<model>/<annotator>/annotations.json`."""
-    return Path(root) / safe_name(model) / safe_name(annotator) / "annotations.json"
-
-
-def alpaca_judge_run_file(root: Path, model: str, annotator: str) -> Path:
-    """Beside annotations.json: how the annotations were made and their win rates (`judge_run.json`)."""
-    return alpaca_annotations_file(root, model, annotator).with_name("judge_run.json")
-
-
+# A benchmark's own files (FastChat's, Arena-Hard's, AlpacaEval's layouts) are declared in its package
+# (`evaluate/benchmarks/<name>/files.py`): paths under the save path, written through this package's
+# `write` like every other file. A benchmark command checks its own folders and these before any work.
 # folders a run and a benchmark command write into: one that exists as a file is refused before any work
 RUN_FOLDERS = ("results", "runs", "charts", "battles")
-BENCHMARK_FOLDERS = ("model_judgment", "model_answer", "results", "battles", "runs")
+BENCHMARK_RUN_FOLDERS = ("results", "battles", "runs")  # the project's own folders a benchmark run writes
 
 
 def layout_of(manifest: Any) -> int:

@@ -28,11 +28,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from ..core.errors import InputError
 from ..core.io import clean_json
-from ..savepath.labels import VERDICTS, LabelError
-from . import data
+from ..savepath.labels import LabelError
+from . import data, labelling
 from .catalog import Catalog, Refused
 from .handling import MAX_BODY, Handler as _Layer, ViewServer
-from .items import Filters, RunView, label_key, label_in_pair
+from .items import Filters, RunView, label_key
 from .runs import headline, item_changes, trend_groups
 
 STATIC = Path(__file__).with_name("static")
@@ -140,7 +140,9 @@ class _Handler(_Layer):
             route(self, query)
         except Refused as exc:
             self._error(exc.status, str(exc))
-        except (InputError, LabelError) as exc:
+        except LabelError as exc:  # a label that cannot be stored: the field named, nothing written
+            self._error(400, str(exc))
+        except InputError as exc:
             self._error(422, str(exc))
         except (BrokenPipeError, ConnectionResetError):
             pass
@@ -211,13 +213,17 @@ class _Handler(_Layer):
         a, b = view.models[pair[0]], view.models[pair[1]]
         key = label_key(entry.id, entry.category, a, b)
         history = [lab for lab in every if label_key(lab.id, lab.category, lab.model_a, lab.model_b) == key]
-        self._json(200, view.detail(entry, pair, history))
+        self._json(200, {**view.detail(entry, pair, history), "ratings": labelling.ratings_of(cat.resolve(rid), entry)})
 
     def api_labels(self, query: dict[str, str]) -> None:
         rid = query.get("run", "")
         self._json(200, self._labels_summary(rid, self.app.catalog.view(rid)))
 
     def api_add_label(self, query: dict[str, str]) -> None:
+        """A battle label {run, id, pair, verdict, note, annotator} or a rating label {kind: "rating", run, id,
+        model, metric, score, annotator}. Whether it is on the label queue is the queue's to say (it handed
+        that item out, `labels_queue.queue_for`), never the page's. A label that does not fit the run is 400
+        naming its field, and nothing is stored."""
         length = _int(self.headers.get("Content-Length"), -1)
         if length < 0 or length > MAX_BODY:
             return self._error(413 if length > MAX_BODY else 411, f"a label is a JSON body of at most {MAX_BODY} bytes")
@@ -226,22 +232,36 @@ class _Handler(_Layer):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return self._error(400, f"not JSON: {exc}")
         if not isinstance(body, dict):
-            return self._error(400, "expected a JSON object {run, id, pair, verdict, note}")
+            return self._error(400, "expected a JSON object {run, id, pair, verdict, note, annotator}")
         cat = self.app.catalog
         rid = str(body.get("run", ""))
         view = cat.view(rid)
         entry = view.by_id.get(str(body.get("id", "")))
         if entry is None:
             raise Refused(404, "no such item in this run")
-        pair = _pair(",".join(str(x) for x in body.get("pair") or [0, 1]), view)
-        if body.get("verdict") not in VERDICTS:
-            return self._error(400, f'"verdict": expected one of {", ".join(VERDICTS)}')
-        label = cat.add_label(rid, {"id": entry.id, "category": entry.category, "model_a": view.models[pair[0]],
-                                    "model_b": view.models[pair[1]], "verdict": body["verdict"],
-                                    "note": str(body.get("note") or ""),
-                                    "run_id": (view.data.manifest or {}).get("run_id")})
-        self._json(200, {"label": {**label.to_dict(), "verdict_here": label_in_pair(label, view.models[pair[0]])},
-                         "summary": self._labels_summary(rid, view)})
+        if body.get("kind", "battle") == "rating":
+            pair, payload = None, labelling.rating_payload(body, view, entry)  # LabelError (400) naming the field
+        else:
+            pair = _pair(",".join(str(x) for x in body.get("pair") or [0, 1]), view)
+            payload = labelling.battle_payload(body, view, entry, pair)
+        root = cat.resolve(rid)
+        payload["queue"] = labelling.on_queue(root, payload)
+        label = cat.add_label(rid, payload)
+        self._json(200, {"label": labelling.shown(label, view, pair), "summary": self._labels_summary(rid, view),
+                         "corrected": labelling.after_label(root, view)})
+
+    def api_next(self, query: dict[str, str]) -> None:
+        """The next item of the save path's label queue that this annotator has not labelled (`Label next`)."""
+        cat = self.app.catalog
+        rid = query.get("run", "")
+        view = cat.view(rid)
+        self._json(200, labelling.next_unit(cat.resolve(rid), view, query))
+
+    def api_corrected(self, query: dict[str, str]) -> None:
+        """The label-corrected verdicts of the run (`judgecheck.corrected`), for the labels panel."""
+        rid = query.get("run", "")
+        view = self.app.catalog.view(rid)
+        self._json(200, labelling.corrected_or_why(self.app.catalog.resolve(rid), view))
 
     def api_compare(self, query: dict[str, str]) -> None:
         cat = self.app.catalog
@@ -310,7 +330,8 @@ class _Handler(_Layer):
 ROUTES = {("GET", "/api/runs"): _Handler.api_runs, ("GET", "/api/trends"): _Handler.api_trends,
           ("GET", "/api/run"): _Handler.api_run, ("GET", "/api/items"): _Handler.api_items,
           ("GET", "/api/item"): _Handler.api_item, ("GET", "/api/labels"): _Handler.api_labels,
-          ("POST", "/api/labels"): _Handler.api_add_label, ("GET", "/api/compare"): _Handler.api_compare,
+          ("POST", "/api/labels"): _Handler.api_add_label, ("GET", "/api/next"): _Handler.api_next,
+          ("GET", "/api/corrected"): _Handler.api_corrected, ("GET", "/api/compare"): _Handler.api_compare,
           ("GET", "/api/file"): _Handler.api_file}
 
 

@@ -41,9 +41,8 @@ from typing import Any, Mapping, Sequence
 
 from ...backends.base import Backend, Completion, JudgeRequest
 from ...core.errors import InputError
-from ...core.io import read_structured, read_text, sha256_text
+from ...core.io import read_structured, read_text, safe_name, sha256_text
 from ...core.options import short
-from ...savepath import layout
 from ...savepath.write import write_json
 
 FIELDS = ("instruction", "output_1", "output_2")
@@ -515,8 +514,18 @@ def win_rate(records: Sequence[Mapping[str, Any]]) -> WinRate:
 
 
 def annotations_path(out_dir: Path, model: str, annotator: str) -> Path:
-    """AlpacaEval's results layout: <out>/<model>/<annotator>/annotations.json."""
-    return layout.alpaca_annotations_file(out_dir, model, annotator)
+    """AlpacaEval's results layout: `<out>/<model>/<annotator>/annotations.json`."""
+    return Path(out_dir) / safe_name(model) / safe_name(annotator) / "annotations.json"
+
+
+def judge_run_path(out_dir: Path, model: str, annotator: str) -> Path:
+    """Beside annotations.json: how the annotations were made and their win rates (`judge_run.json`)."""
+    return annotations_path(out_dir, model, annotator).with_name("judge_run.json")
+
+
+def model_outputs_dir(root: Path) -> Path:
+    """The model outputs of the models generated into the save path (`model_outputs/<model>.json`)."""
+    return Path(root) / "model_outputs"
 
 
 def write_annotations(out_dir: Path, model: str, evaluator: Evaluator, records: Sequence[Mapping[str, Any]],
@@ -524,6 +533,6 @@ def write_annotations(out_dir: Path, model: str, evaluator: Evaluator, records: 
     """annotations.json, and beside it judge_run.json: how the annotations were made and their win rates."""
     path = annotations_path(out_dir, model, evaluator.name)
     write_json(path, list(records))
-    write_json(layout.alpaca_judge_run_file(out_dir, model, evaluator.name),
+    write_json(judge_run_path(out_dir, model, evaluator.name),
                {"model": model, **info, "evaluator": evaluator.signature(), "win_rate": win_rate(records).to_dict()})
     return path

@@ -29,10 +29,10 @@ from ...core.io import check_output_dir, clean_json, safe_name
 from ...core.records import Record
 from ...core.scores import Invalid, ItemScores
 from ...judges.battle import BattleItem, BattleResult, OrderJudgment
+from .formats import QUESTIONS
 from ..benchmark import Benchmark, Scored, register_benchmark
 from ..outputs import block, judge_signature, row
 from ...pipeline.savedir import SaveDir
-from ...savepath import layout
 
 FAMILY = "AlpacaEval"
 SCORE = "preference"
@@ -187,7 +187,7 @@ class AlpacaEval(Benchmark):
     it; `judge.mode: generate` asks for no log-probabilities (preferences then read from the token)."""
 
     name, key, family = "alpaca-eval", "alpaca_eval", FAMILY
-    generates = "alpaca-eval"
+    generates = QUESTIONS.kind  # its question file, declared in formats.py
     summary = "judge model outputs by AlpacaEval 2's protocol"
     description = ("Judge model outputs against a baseline by AlpacaEval 2's protocol (one randomised order per "
                    "instruction, preference from the log-probabilities of m / M).")
@@ -214,7 +214,9 @@ class AlpacaEval(Benchmark):
             raise InputError(f"--limit: expected a positive number of instructions, got {args.limit}")
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.reference_outputs, layout.model_outputs_dir(args.save_path)
+        from .judge import model_outputs_dir
+
+        return args.reference_outputs, model_outputs_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
         from . import judge as ae

@@ -17,6 +17,22 @@ from typing import Any
 from ...core.errors import InputError
 from ...core.io import read_jsonl, read_structured
 from ...savepath.write import write_text
+from ..folders import model_judgment_dir
+
+
+
+def judgment_dir(root: Path, judge: str) -> Path:
+    """Arena-Hard's `model_judgment/<judge>/` (the judge's name as given: a folder Arena-Hard wrote)."""
+    return model_judgment_dir(root) / judge
+
+
+def judgment_file(root: Path, judge: str, model: str) -> Path:
+    return judgment_dir(root, judge) / f"{model}.jsonl"
+
+
+def leaderboard_csv(root: Path) -> Path:
+    """Arena-Hard's leaderboard of the run, as its table shows it."""
+    return Path(root) / "leaderboard.csv"
 
 
 @dataclass

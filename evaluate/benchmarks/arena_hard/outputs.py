@@ -29,10 +29,13 @@ from ...core.errors import InputError
 from ...core.io import check_output_dir, clean_json, read_text, safe_name, sha256_text
 from ...core.records import Record
 from ...judges.battle import BattleItem, BattleResult, OrderJudgment
+from .formats import QUESTIONS
 from ..benchmark import Benchmark, Scored, ScoringFailed, register_benchmark
 from ..outputs import block, judge_signature, row
 from ...pipeline.savedir import SaveDir
-from ...savepath import layout, write
+from ...savepath import write
+from .. import folders
+from . import files as ah_files
 
 FAMILY = "Arena-Hard"
 GAME_ORDER = ("BA", "AB")  # game 1: the baseline is assistant A (shown first); game 2: the model is
@@ -168,7 +171,7 @@ class ArenaHard(Benchmark):
     max_tokens) comes from the judge prompt file, as Arena-Hard's config gives it."""
 
     name, key, family = "arena-hard", "arena_hard", FAMILY
-    generates = "arena-hard"
+    generates = QUESTIONS.kind  # its question file, declared in formats.py
     summary = "judge model answers by Arena-Hard's protocol"
     description = ("Judge models against a baseline by Arena-Hard's protocol and print its leaderboard "
                    "(raw and style-controlled).")
@@ -197,13 +200,13 @@ class ArenaHard(Benchmark):
             raise InputError(f"--limit: expected a positive number of questions, got {args.limit}")
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.bench / "question.jsonl", layout.model_answer_dir(args.save_path)
+        return args.bench / "question.jsonl", folders.model_answer_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Inputs:
         from . import run as ah
 
         policy = args.missing or _missing_key(args.judge_config)
-        check_output_dir(args.save_path, "--save_path", subdirs=layout.BENCHMARK_FOLDERS)
+        check_output_dir(args.save_path, "--save_path", subdirs=folders.FOLDERS)
         prompt = ah.read_judge_prompt(_prompt_path(args))
         questions = ah.read_questions(args.bench / "question.jsonl")[:args.limit]
         base_name = args.baseline or prompt.baseline or ah.DEFAULT_BASELINE
@@ -211,12 +214,12 @@ class ArenaHard(Benchmark):
         generated = getattr(args, "generated", None) or {}
         models = [ah.read_answers(generated.get(m) or _answer_file(args.bench, m)) for m in dict.fromkeys(args.model)]
         questions, left_out = _common_questions(questions, [baseline, *models], policy)
-        out_dir = layout.arena_hard_judgment_dir(args.save_path, safe_name(judge.model))
+        out_dir = ah_files.judgment_dir(args.save_path, safe_name(judge.model))
         if out_dir.is_dir():
             ah.read_judgment_dir(out_dir)  # a (model, question) judged twice is refused before anything is paid
         done = {}
         for m in models:
-            path = layout.arena_hard_judgment_file(args.save_path, safe_name(judge.model), m.model)
+            path = ah_files.judgment_file(args.save_path, safe_name(judge.model), m.model)
             done[m.model] = {r["uid"]: r for r in ah.read_judgments(path)} if path.is_file() else {}
         todo = {m.model: ah.plan(questions, m, baseline, prompt, done[m.model]) for m in models}
         return _Inputs(args, judge.model, prompt, questions, baseline, models, out_dir, done, left_out, todo)
@@ -242,10 +245,10 @@ class ArenaHard(Benchmark):
             recs = ah.judge(inputs.questions, m, inputs.baseline, inputs.prompt, backend, inputs.judge_model,
                             inputs.done[m.model])
             failed += sum(1 for r in recs for g in r["games"] if g is None)
-            ah.write_judgments(layout.arena_hard_judgment_file(inputs.args.save_path, safe_name(inputs.judge_model),
+            ah.write_judgments(ah_files.judgment_file(inputs.args.save_path, safe_name(inputs.judge_model),
                                                                m.model), recs)
         for a in [inputs.baseline, *inputs.models]:
-            copy = layout.model_answer_file(inputs.args.save_path, a.model)
+            copy = folders.model_answer_file(inputs.args.save_path, a.model)
             if a.path.resolve() != copy.resolve():
                 write.copy_file(a.path, copy)
         return failed
@@ -276,7 +279,7 @@ class ArenaHard(Benchmark):
         w = csv.DictWriter(buf, fieldnames=scored.columns)
         w.writeheader()
         w.writerows(scored.rows)
-        write.write_text(layout.leaderboard_csv(args.save_path), buf.getvalue())
+        write.write_text(ah_files.leaderboard_csv(args.save_path), buf.getvalue())
         baseline = inputs.baseline.model
         judgments: dict[str, list[dict[str, Any]]] = {}
         for r in ah.read_judgment_dir(inputs.out_dir):
@@ -284,7 +287,7 @@ class ArenaHard(Benchmark):
                 judgments.setdefault(str(r["model"]).split("/")[-1], []).append(r)
         questions = {q["uid"]: q for q in ah.read_questions(args.bench / "question.jsonl")}
         entries = add_run(save, judgments=judgments, table=scored.rows, baseline=baseline,
-                          answers=ah.read_answer_dir(layout.model_answer_dir(args.save_path)), questions=questions,
+                          answers=ah.read_answer_dir(folders.model_answer_dir(args.save_path)), questions=questions,
                           weights=ah.SHOW_RESULT_WEIGHTS, judge=judge, judge_name=safe_name(inputs.judge_model),
                           prompt=inputs.prompt, lengths=scored.detail["lengths"], seed=args.seed)
         extra = {"bench": str(args.bench), "judge_prompt": str(inputs.prompt.path), "baseline": baseline,
@@ -293,7 +296,7 @@ class ArenaHard(Benchmark):
         save.header.update({"models": entries, self.key: extra})
 
     def written(self, log: Any) -> list[str]:
-        return [str((log.header.get(self.key) or {}).get("judgments")), str(layout.leaderboard_csv(log.path))]
+        return [str((log.header.get(self.key) or {}).get("judgments")), str(ah_files.leaderboard_csv(log.path))]
 
 
 def _prompt_path(args: argparse.Namespace) -> Path:
@@ -306,7 +309,7 @@ def _prompt_path(args: argparse.Namespace) -> Path:
 
 
 def _answer_file(bench: Path, model: str) -> Path:
-    p = layout.model_answer_file(bench, model)
+    p = folders.model_answer_file(bench, model)
     if not p.is_file():
         raise InputError(f"{p}: no answers for model {model!r}")
     return p

@@ -16,7 +16,8 @@ import numpy as np
 
 from ...backends.base import Backend, JudgeRequest
 from ...core.errors import InputError
-from ...savepath import layout
+from .. import folders
+from .files import judgment_dir
 from .files import (Answers, JudgePrompt, parse_verdict, read_answer_dir, read_judge_prompt,  # noqa: F401
                                read_answers, read_judgments, read_questions, render, write_judgments)
 from .scores import battle_outcomes, raw_scores, style_controlled, style_metadata, token_counter
@@ -91,11 +92,11 @@ def judge(questions: Sequence[dict[str, Any]], answers: Answers, baseline: Answe
 def judge_dir(bench_dir: Path, judge: str | None) -> Path:
     """The folder of `judge`'s judgment files; without a name, the one judge's folder (the leaderboard
     reads it too). InputError when it is missing or, unnamed, when there are several."""
-    root = layout.model_judgment_dir(bench_dir)
+    root = folders.model_judgment_dir(bench_dir)
     if judge is not None:
-        if not layout.arena_hard_judgment_dir(bench_dir, judge).is_dir():
-            raise InputError(f"{layout.arena_hard_judgment_dir(bench_dir, judge)}: no such judgment folder")
-        return layout.arena_hard_judgment_dir(bench_dir, judge)
+        if not judgment_dir(bench_dir, judge).is_dir():
+            raise InputError(f"{judgment_dir(bench_dir, judge)}: no such judgment folder")
+        return judgment_dir(bench_dir, judge)
     found = sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
     if not found:
         raise InputError(f"{root}: expected one folder of judgments per judge, found none")
@@ -162,7 +163,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
     jdir = judge_dir(bench_dir, judge)
     records = read_judgment_dir(jdir)
     base = _baseline(jdir, records, baseline)
-    folder = layout.model_answer_dir(bench_dir)
+    folder = folders.model_answer_dir(bench_dir)
     answers = read_answer_dir(folder) if folder.is_dir() else {}
     battles: dict[str, list[float]] = {}
     invalid: dict[str, int] = {}
@@ -218,7 +219,7 @@ def leaderboard_table(bench_dir: Path, judge: str | None, *, baseline: str | Non
 def lengths_note(bench_dir: Path) -> str:
     """Where the style fit's token lengths come from: the answer files' own metadata (written by
     Arena-Hard's add_markdown_info.py) or this project's count."""
-    folder = layout.model_answer_dir(bench_dir)
+    folder = folders.model_answer_dir(bench_dir)
     answers = read_answer_dir(folder) if folder.is_dir() else {}
     if answers and all(len(a.metadata) == len(a.text) for a in answers.values()):
         return "Token lengths and markdown counts: the answer files' metadata."

@@ -26,8 +26,21 @@ from typing import Any, Iterable, Sequence
 from ...core.errors import InputError
 from ...core.io import read_jsonl
 from ...core.options import short
+from ...core.io import safe_name
 from ...savepath.write import append_text
+from ..folders import model_judgment_dir
 from .judge import SCALE, Game, PairJudgment, SingleJudgment, outside
+
+
+def judgment_file(root: Path, judge_model: str, mode: str) -> Path:
+    """FastChat's `model_judgment/<judge>_single.jsonl` / `<judge>_pair.jsonl` (the name made file-safe)."""
+    suffix = "single" if mode == "single" else "pair"
+    return model_judgment_dir(root) / f"{safe_name(judge_model)}_{suffix}.jsonl"
+
+
+def summary_file(root: Path) -> Path:
+    """An MT-bench run's counts, file hashes and tables (`mt_bench_summary.json`)."""
+    return Path(root) / "mt_bench_summary.json"
 
 INVALID_SCORE = -1
 ERROR = "error"

@@ -45,9 +45,10 @@ from ...core.errors import InputError
 from ...core.io import check_output_dir, clean_json
 from ...core.records import Record, Turn, turn_key
 from ...core.scores import Invalid, ItemScores
-from ...savepath import layout
+from .. import folders
 from ...savepath.manifest import model_entry
 from ...judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJudgment
+from .formats import QUESTIONS
 from ..benchmark import Benchmark, Scored, register_benchmark
 from ...pipeline.savedir import SaveDir
 
@@ -258,7 +259,7 @@ class MTBench(Benchmark):
     (evaluate/benchmarks/mt_bench/judge_check.py), stored and shown like a run's."""
 
     name, key, family = "mt-bench", "mt_bench", FAMILY
-    generates = "mt-bench"
+    generates = QUESTIONS.kind  # its question file, declared in formats.py
     summary = "MT-bench from FastChat's files and judge prompts"
     description = "MT-bench judged as FastChat's gen_judgment.py does, scored as its show_result.py does."
     dry_run_cost = False
@@ -316,7 +317,7 @@ class MTBench(Benchmark):
         return args.judge_config or args.config
 
     def generation(self, args: argparse.Namespace) -> tuple[Path, Path]:
-        return args.data / "question.jsonl", layout.model_answer_dir(args.save_path)
+        return args.data / "question.jsonl", folders.model_answer_dir(args.save_path)
 
     def read(self, args: argparse.Namespace, judge: Any) -> _Run:
         from . import run as bench
@@ -326,7 +327,7 @@ class MTBench(Benchmark):
         baseline = args.baseline
         if args.mode == "pairwise-baseline" and baseline is None:
             baseline = "gpt-3.5-turbo"
-        check_output_dir(args.save_path, "--save_path", subdirs=layout.BENCHMARK_FOLDERS)
+        check_output_dir(args.save_path, "--save_path", subdirs=folders.FOLDERS)
         inputs = bench.load_inputs(args.data, args.answers, judge_model=judge.model, mode=args.mode,
                                    baseline=baseline, prompts_path=args.judge_prompts, limit=args.limit)
         return _Run(args, judge, inputs, baseline)

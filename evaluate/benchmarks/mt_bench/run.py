@@ -20,7 +20,6 @@ from typing import Any, Sequence
 from ...backends.base import Backend
 from ...core.errors import InputError
 from ...core.io import read_text, sha256_text
-from ...savepath import layout
 from ...savepath.write import write_json
 from . import files as files
 from .data import (Conversation, JudgePrompt, Question, QuestionId, check_coverage, check_references,
@@ -150,7 +149,7 @@ def make_matches(inputs: Inputs, mode: str, baseline: str | None = None) -> list
 
 def judgment_file(out_dir: Path, judge_model: str, mode: str) -> Path:
     """FastChat's `model_judgment/<judge>_single.jsonl` / `<judge>_pair.jsonl` (the name made file-safe)."""
-    return layout.mt_bench_judgment_file(out_dir, judge_model, mode)
+    return files.judgment_file(out_dir, judge_model, mode)
 
 
 @dataclass
@@ -267,5 +266,5 @@ def run_mt_bench(inputs: Inputs, mode: str, backend: Backend, out_dir: Path, *, 
     if inputs.unjudged:
         summary["unjudged_turns"] = {"note": unjudged_note(inputs.unjudged),
                                      "questions": {str(q): n for q, n in inputs.unjudged.items()}}
-    write_json(layout.mt_bench_summary_file(out_dir), summary)
+    write_json(files.summary_file(out_dir), summary)
     return RunResult(records, summary, path, matches)

@@ -13,11 +13,29 @@
     if (token) localStorage.setItem(TOKEN_KEY, token); else token = localStorage.getItem(TOKEN_KEY) || "";
   } catch (e) { /* storage refused: the address's token is enough */ }
 
+  // who labels (issue 44): a name the browser remembers, sent with every label ("anonymous" when empty)
+  var WHO_KEY = "eval-view-annotator", QUEUE_KEY = "eval-view-queue";
+  var who = document.getElementById("annotator");
+  function stored(k, fallback) { try { return localStorage.getItem(k) || fallback; } catch (e) { return fallback; } }
+  function store(k, v) { try { localStorage.setItem(k, v); } catch (e) { /* storage refused: this page only */ } }
+  if (who) {
+    who.value = stored(WHO_KEY, "");
+    who.addEventListener("change", function () { store(WHO_KEY, who.value.trim()); });
+  }
+  function annotator() { return who ? who.value.trim() : ""; }
+  // which queue Label next draws from: battles (A / B / tie) or scores on one GPT metric; the design
+  function queueChoice() {
+    var q = {};
+    try { q = JSON.parse(stored(QUEUE_KEY, "{}")) || {}; } catch (e) { q = {}; }
+    return { kind: q.kind === "rating" ? "rating" : "battle", metric: q.metric || "", design: q.design === "active" ? "active" : "uniform" };
+  }
+
   var main = document.getElementById("main");
   var crumb = document.getElementById("crumb");
   var runs = {};  // run id -> /api/run's answer (headline, models, keys, labels summary)
   var list = { key: null, ids: [] };  // the ids the filters keep, for j / k on an item
   var keys = null;  // the current page's key handler
+  var onNext = null;  // `n`: Label next, on a run's page and an item's
   var seq = 0;  // the render in progress; an older one's answers are dropped
   var listSeq = 0;  // the item list asked for last; an older answer is dropped
 
@@ -142,7 +160,7 @@
 
   function render() {
     var r = parse(), my = ++seq;
-    keys = null;
+    keys = null; onNext = null;
     clear(main);
     crumb.textContent = "";
     keyHint(r.view);
@@ -165,7 +183,8 @@
     clear(p);
     add(p, "keys: ", kbd("j"), " / ", kbd("k"), " next / previous, ", kbd("Enter"), " open, ", kbd("Esc"), " back");
     if (view === "compare") add(p, "; here A and B are the two runs (A the earlier, B the later), not models: labels are given on an item page of one run");
-    else add(p, ", on an item ", kbd("a"), " ", kbd("b"), " ", kbd("t"), " label it (A better, B better, tie: A and B the pair's two models)");
+    else add(p, ", on an item ", kbd("a"), " ", kbd("b"), " ", kbd("t"), " label it (A better, B better, tie: A and B the pair's two models), ",
+             kbd("1"), "–", kbd("5"), " score it on the metric chosen, ", kbd("n"), " label next (the next item of the label queue)");
   }
 
   function runInfo(rid, fresh) {
@@ -317,7 +336,8 @@
       headlineSection(info);
       var lp = el("div", "panel labels-panel"); lp.id = "labels-panel";
       add(main, lp);
-      labelsPanel(lp, info.labels);
+      labelsPanel(lp, info.labels, r.rid, info);
+      onNext = function () { labelNext(r.rid, info); };
       var params = r.params;
       var pair = pairOf(params, info);
       add(main, filterBar(r.rid, info, params));
@@ -383,7 +403,168 @@
     add(main, sec);
   }
 
-  function labelsPanel(box, s) {
+  // --- labels: Label next, the label-corrected verdicts -------------------------------------------------
+  function ratingKeysOf(keys, scales) {
+    return (keys || []).filter(function (k) { return k.split("/")[0] === "GPT" && k.indexOf("@") < 0 && scales && scales[k]; });
+  }
+  function metricName(k) { var i = k.indexOf("/"); return i >= 0 ? k.slice(i + 1) : k; }
+
+  // the next item of the save path's label queue this annotator has not labelled, opened at its pair
+  function labelNext(rid, info) {
+    var q = queueChoice(), keys_ = ratingKeysOf(info.keys, info.scales);
+    var kind = q.kind === "rating" && keys_.length ? "rating" : "battle";
+    var metric = kind === "rating" ? (keys_.indexOf(q.metric) >= 0 ? q.metric : keys_[0]) : "";
+    var state = document.getElementById("queue-state");
+    return api("next", { run: rid, annotator: annotator(), kind: kind, design: q.design, metric: metric }).then(function (d) {
+      if (!d.unit) { if (state) state.textContent = d.why; toast(d.why); return; }
+      var p = new URLSearchParams();
+      if (d.unit.pair && d.unit.pair.join(",") !== "0,1") p.set("pair", d.unit.pair.join(","));
+      p.set("from", "queue");
+      if (d.unit.kind === "rating") { p.set("rate", String(d.unit.model_index)); p.set("metric", metric); }
+      var target = itemHash(rid, d.unit.id, p);
+      if (location.hash === target) toast("the queue's next item for " + d.annotator + " is this one: label it first");
+      else location.hash = target;
+    }).catch(function (err) { if (state) state.textContent = "Label next: " + err.message; toast("label next: " + err.message, true); });
+  }
+
+  function queueControls(rid, info) {
+    var q = queueChoice(), keys_ = ratingKeysOf(info.keys, info.scales);
+    var box = add(el("p", "queue"));
+    var go = el("button", "label-next", "Label next (n)"); go.id = "label-next";
+    go.addEventListener("click", function () { labelNext(rid, info); });
+    var ks = el("select"); ks.id = "queue-kind";
+    if (info.models.length > 1) option(ks, "battle", "verdicts on pairs (a / b / t)", q.kind === "battle" ? "battle" : "");
+    keys_.forEach(function (k) { option(ks, "rating:" + k, "scores on " + k + " (1–5 keys)", q.kind === "rating" ? "rating:" + q.metric : ""); });
+    var ds = el("select"); ds.id = "queue-design";
+    option(ds, "uniform", "uniform draw", q.design); option(ds, "active", "active: where the judge is unsure", q.design);
+    var save = function () {
+      var v = ks.value || "battle";
+      store(QUEUE_KEY, JSON.stringify({ kind: v === "battle" ? "battle" : "rating", metric: v === "battle" ? "" : v.slice(7), design: ds.value }));
+      if (document.activeElement && document.activeElement.blur) document.activeElement.blur();  // n works at once
+    };
+    ks.addEventListener("change", save); ds.addEventListener("change", save);
+    var state = el("span", "muted"); state.id = "queue-state";
+    add(box, go, " ", add(el("label"), "from the queue of ", ks), " ", add(el("label"), "drawn by ", ds), " ", state);
+    add(box, el("span", "muted", " Only labels of items the queue drew count toward the label-corrected estimate; the others still grade the judge."));
+    return box;
+  }
+
+  function iv(x) { return x && typeof x.low === "number" ? "[" + fmt(x.low) + ", " + fmt(x.high) + "]" : "–"; }
+  var ROWS = [["label_corrected", "label-corrected"], ["labels_only", "labels only"], ["judge_only", "judge only: if the judge were right"]];
+  function threeRows(x, what, level) {
+    var t = table([what, "estimate", level + " interval"], "corrected-rows");
+    ROWS.forEach(function (r) {
+      var tr = row([r[1], td(fmt((x[r[0]] || {}).estimate), "num est"), td(iv(x[r[0]]), "num iv")]);
+      tr.setAttribute("data-row", r[0]);
+      t.body.appendChild(tr);
+    });
+    return t.table;
+  }
+  function worth(x) {
+    return (x.labels_used || 0) + " labels used" + (x.items ? " of " + x.items + " items" : "") + "; worth " +
+      (typeof x.effective_labels === "number" ? fmt(x.effective_labels) : "–") + " effective labels (how many labels alone give the same width)";
+  }
+  function decideText(x) {
+    if (x.labels_to_decide === 0) return "Decided: the interval excludes one half.";
+    if (typeof x.labels_to_decide === "number") return "About " + x.labels_to_decide + " more labels would decide the pair (the interval excluding one half), at the current estimate and variance.";
+    return (x.labels_used || 0) ? "The estimate sits at one half: no number of labels foreseen decides it." : "No labels from the queue yet: press n (Label next).";
+  }
+  // {reason: count} or {reason: [names]} or {reason: {n, ids | models}}: each reason with its count and names
+  function leftOutText(lo) {
+    var parts = [];
+    Object.keys(lo || {}).forEach(function (why) {
+      var v = lo[why], n = 0, names = [];
+      if (typeof v === "number") n = v;
+      else if (Array.isArray(v)) { n = v.length; names = v; }
+      else if (v && typeof v === "object") {
+        n = typeof v.n === "number" ? v.n : typeof v.count === "number" ? v.count : 0;
+        names = v.ids || v.names || v.models || v.items || [];
+        if (!n) n = names.length;
+      }
+      if (!n) return;
+      var shown = names.slice(0, 8).map(String).join(", ") + (names.length > 8 ? ", …" : "");
+      parts.push(n + " " + why + (shown ? " (" + shown + ")" : ""));
+    });
+    return parts.length ? "Left out of the corrected estimate: " + parts.join("; ") + "." : "";
+  }
+
+  function correctedSection(box, c) {
+    clear(box);
+    add(box, el("h4", null, "What people would say: label-corrected verdicts"));
+    if (!c) { add(box, el("p", "muted", "Computing…")); return; }
+    if (c.error) { add(box, el("p", "muted corrected-error", c.error)); box.setAttribute("data-ready", "error"); return; }
+    var level = Math.round((c.level || 0.95) * 100) + "%";
+    (c.pairs || []).forEach(function (p) {
+      var sec = add(el("div", "corrected-pair"), el("h5", null, p.model_a + " vs " + p.model_b + ": the win rate of " + p.model_a + " (ties half)"));
+      sec.setAttribute("data-pair", p.model_a + " vs " + p.model_b);
+      sec.setAttribute("data-labels-used", String(p.labels_used || 0));
+      add(sec, threeRows(p, "win rate of " + p.model_a, level));
+      add(sec, el("p", "muted worth", worth(p)), el("p", "decide", decideText(p)));
+      var lo = leftOutText(p.left_out);
+      if (lo) add(sec, el("p", "muted left-out", lo));
+      if ((p.categories || []).length) {
+        var ct = table(["category", "labels", "label-corrected", level + " interval", "labels only", "judge only"], "corrected-categories");
+        p.categories.forEach(function (x) {
+          ct.body.appendChild(row([x.category, td(String(x.labels_used), "num"), td(fmt((x.label_corrected || {}).estimate), "num"),
+            td(iv(x.label_corrected), "num"), td(fmt((x.labels_only || {}).estimate), "num"), td(fmt((x.judge_only || {}).estimate), "num")]));
+        });
+        add(sec, add(el("details"), el("summary", null, "per category (where a category has enough labels)"), ct.table));
+      }
+      add(box, sec);
+    });
+    if (!(c.pairs || []).length && !(c.ratings || []).length) add(box, el("p", "muted", "No pair or rating has labels from the queue yet: press n (Label next)."));
+    if ((c.not_in_run || []).length) {  // labels naming an item, pair, model or metric the run does not have
+      var ul = el("ul");
+      c.not_in_run.slice(0, 20).forEach(function (x) {
+        add(ul, el("li", null, "item " + x.id + (x.category ? " (" + x.category + ")" : "") + ", " +
+          (x.model_a ? x.model_a + " vs " + x.model_b : (x.model || "") + (x.metric ? " on " + x.metric : "")) +
+          (x.annotator ? ", by " + x.annotator : "") + (x.why ? ": " + x.why : "")));
+      });
+      if (c.not_in_run.length > 20) add(ul, el("li", "muted", "and " + (c.not_in_run.length - 20) + " more"));
+      add(box, add(el("div", "problems not-in-run"), el("strong", null, "Labels left out, not in the run:"), ul));
+    }
+    if ((c.ratings || []).length) {
+      var rt = table(["rating", "label-corrected", level + " interval", "labels only", "judge only: if the judge were right", "labels", "effective"], "corrected-ratings");
+      c.ratings.forEach(function (x) {
+        var d = x.difference || x, what = x.metric + ": " + (x.difference ? x.model_a + " − " + x.model_b : x.model);
+        var tr = row([what, td(fmt((d.label_corrected || {}).estimate), "num est"), td(iv(d.label_corrected), "num"),
+          td(fmt((d.labels_only || {}).estimate) + " " + iv(d.labels_only), "num"), td(fmt((d.judge_only || {}).estimate) + " " + iv(d.judge_only), "num"),
+          td(String(x.labels_used === undefined ? d.labels_used || "" : x.labels_used), "num"),
+          td(fmt(x.effective_labels === undefined ? d.effective_labels : x.effective_labels), "num")]);
+        tr.setAttribute("data-rating", what);
+        rt.body.appendChild(tr);
+      });
+      add(box, el("h5", null, "Ratings: the mean score people would give, and the paired difference"), add(el("div", "scroll"), rt.table));
+    }
+    var an = c.annotators;
+    if (an && (an.names || []).length) {
+      var who_ = add(el("div", "annotators"), el("h5", null, "Annotators: " + an.names.join(", ")));
+      if ((an.kappa || []).length) {
+        var kt = table(["annotator", "annotator", "items both labelled", "Cohen's kappa"], "annotator-kappa");
+        an.kappa.forEach(function (k) {
+          var tr = row([k.a, k.b, td(String(k.items), "num"), td(k.kappa === null || k.kappa === undefined ? "undefined" : fmt(k.kappa), "num kappa-value")]);
+          tr.setAttribute("data-annotators", k.a + "|" + k.b);
+          kt.body.appendChild(tr);
+        });
+        add(who_, kt.table);
+      } else if (an.names.length > 1) add(who_, el("p", "muted", "No item labelled by two annotators yet: no inter-annotator kappa."));
+      if (typeof an.fleiss === "number") add(who_, el("p", "fleiss", "Fleiss' kappa over the annotators: " + fmt(an.fleiss)));
+      var ag = an.agreement_with_judge || {};
+      if (Object.keys(ag).length) {
+        var at = table(["annotator", "items", "agreement with the judge"], "annotator-judge");
+        Object.keys(ag).forEach(function (name) {
+          var tr = row([name, td(String(ag[name].items), "num"), td(fmt(ag[name].agreement), "num")]);
+          tr.setAttribute("data-annotator", name);
+          at.body.appendChild(tr);
+        });
+        add(who_, at.table);
+      }
+      add(box, who_);
+    }
+    box.setAttribute("data-ready", String(Date.now()));
+  }
+
+  function labelsPanel(box, s, rid, info, corrected) {
     clear(box);
     var head = add(el("p"), el("strong", null, "Your labels: "), el("span", "label-count", String(s.count)),
                    " (" + s.items + " items" + (s.count > s.items ? "; the latest label of an item counts" : "") + ")");
@@ -422,6 +603,16 @@
       add(box, el("p", s.trustworthy === true ? "good verdict" : s.trustworthy === false ? "bad verdict" : "muted verdict", s.verdict || ""));
     }
     add(box, problems(s.problems, "Lines of labels.jsonl skipped:"));
+    if (!rid) return;
+    if ((info.battles || []).length || ratingKeysOf(info.keys, info.scales).length) add(box, queueControls(rid, info));
+    else add(box, el("p", "muted", "Label next needs the judge's battle verdicts or GPT ratings to correct; this run has neither."));
+    var cbox = el("div", "corrected"); cbox.id = "corrected";
+    add(box, cbox);
+    if (corrected) { correctedSection(cbox, corrected); return; }
+    correctedSection(cbox, null);
+    var my = seq;
+    api("corrected", { run: rid }).then(function (c) { if (my === seq && cbox.isConnected) correctedSection(cbox, c); })
+      .catch(function (err) { if (cbox.isConnected) correctedSection(cbox, { error: err.message }); });
   }
 
   function filterBar(rid, info, params) {
@@ -564,12 +755,13 @@
       var pair = pairOf(params, info);
       return Promise.all([api("item", { run: r.rid, id: r.id, pair: pair.join(",") }), idsFor(r.rid, params)]).then(function (res) {
         if (my !== seq) return;
-        showItem(r.rid, info, res[0], res[1], params, pair);
+        showItem(r.rid, info, res[0], res[1], params, pair,
+                 { from: r.params.get("from"), rate: r.params.get("rate"), metric: r.params.get("metric") });
       });
     });
   }
 
-  function showItem(rid, info, it, ids, params, pair) {
+  function showItem(rid, info, it, ids, params, pair, queued) {
     document.title = it.id + " · " + info.name + ": eval.py view";
     crumb.textContent = "› " + info.name + " › " + it.id;
     var pos = ids.indexOf(it.id);
@@ -583,6 +775,7 @@
     add(nav, prev, next, a(itemHash(rid, it.id, params), "link to this item", "permalink"));
     if (info.models.length > 2) {
       var ps = el("select"); ps.id = "item-pair";
+      if (pair[0] > pair[1]) option(ps, pair.join(","), info.models[pair[0]] + " vs " + info.models[pair[1]], pair.join(","));  // as the queue handed it out
       info.models.forEach(function (m, i) { info.models.forEach(function (n, j) { if (i < j) option(ps, i + "," + j, m + " vs " + n, pair.join(",")); }); });
       ps.addEventListener("change", function () { params.set("pair", ps.value); location.hash = itemHash(rid, it.id, params); });
       add(nav, add(el("label"), "pair ", ps));
@@ -596,8 +789,13 @@
     if (it.targets.length) { add(sec, el("h3", null, "Reference" + (it.targets.length > 1 ? "s" : ""))); it.targets.forEach(function (t) { add(sec, el("div", "txt reference", t)); }); }
     // the labels first: the person reads, then says
     var paired = info.models.length > 1;
-    var lbar = paired ? labelBar(rid, info, it, pair) : null;
-    add(sec, lbar);
+    var lbar = paired ? labelBar(rid, info, it, pair, queued) : null;
+    var rbar = ratingBar(rid, info, it, pair, queued);
+    if (queued.from === "queue") {
+      add(sec, el("p", "muted from-queue", "Handed out by the label queue (Label next): " +
+        (queued.rate !== null ? "score it on " + (queued.metric || "the metric") + " with the keys" : "label it with a, b or t") + ", then n for the next."));
+    }
+    add(sec, lbar, rbar);
     var side = el("div", paired ? "side answers" : "answers");
     var shown = paired ? [[A, "m1", it.diff ? it.diff.a : null], [B, "m2", it.diff ? it.diff.b : null]] : [[A, "m1", null]];
     shown.forEach(function (x, k) {
@@ -667,20 +865,25 @@
     add(main, sec);
     var lp = el("div", "panel labels-panel"); lp.id = "labels-panel";
     add(main, lp);
-    labelsPanel(lp, info.labels);
+    labelsPanel(lp, info.labels, rid, info);
+    onNext = function () { labelNext(rid, info); };
     keys = function (k) {
       if (k === "j") { step(1); return true; }
       if (k === "k") { step(-1); return true; }
       if (k === "Escape") { back(); return true; }
       if (lbar && (k === "a" || k === "b" || k === "t")) { lbar.labelWith({ a: "A", b: "B", t: "tie" }[k]); return true; }
+      if (rbar && /^[0-9]$/.test(k)) return rbar.keyScore(k);
       return false;
     };
   }
 
-  function labelBar(rid, info, it, pair) {
+  function labelBar(rid, info, it, pair, queued) {
     var bar = el("div", "labelbar"); bar.id = "labelbar";
     var A = info.models[pair[0]], B = info.models[pair[1]];
-    var mine = it.labels.length ? it.labels[it.labels.length - 1].verdict_here : null;
+    // the latest label of the name in the page counts as "yours"; the others' are counted beside it
+    var me = annotator() || "anonymous";
+    var own = it.labels.filter(function (l) { return (l.annotator || "anonymous") === me; });
+    var mine = own.length ? own[own.length - 1].verdict_here : null;
     var buttons = {};
     add(bar, el("strong", null, "Your verdict:"));
     [["A", A + " better (a)"], ["B", B + " better (b)"], ["tie", "tie (t)"]].forEach(function (x) {
@@ -689,32 +892,107 @@
       btn.addEventListener("click", function () { bar.labelWith(x[0]); });
       buttons[x[0]] = btn; add(bar, btn);
     });
+    var nextBtn = el("button", "label-next", "Label next (n)");
+    nextBtn.addEventListener("click", function () { labelNext(rid, info); });
     var note = el("input"); note.type = "text"; note.id = "label-note"; note.placeholder = "note (optional), then a / b / t or a button";
     note.maxLength = 2000;
     add(bar, note);
-    var said = el("span", "muted label-state", mine ? "labelled: " + verdictText(mine, info.models, pair) + (it.labels.length > 1 ? " (" + it.labels.length + " labels; the latest counts)" : "") : "not labelled");
-    add(bar, said);
+    var others = it.labels.length - own.length;
+    var said = el("span", "muted label-state", (mine ? "labelled: " + verdictText(mine, info.models, pair) + (own.length > 1 ? " (" + own.length + " labels; the latest counts)" : "")
+      : "not labelled") + (others ? "; " + others + " label" + (others > 1 ? "s" : "") + " by others" : ""));
+    add(bar, said, nextBtn);
     var busy = false;
     bar.labelWith = function (verdict) {
       if (busy) return;
       busy = true;
-      var body = { run: rid, id: it.id, pair: pair, verdict: verdict, note: note.value };
+      var body = { run: rid, id: it.id, pair: pair, verdict: verdict, note: note.value, annotator: annotator() };
       bar.removeAttribute("data-unsaved");
       api("labels", {}, body, function (n, of) {
         said.textContent = "saving: the viewer did not take it yet, trying again (" + n + " of " + of + ")";
       }).then(function (d) {
         Object.keys(buttons).forEach(function (k) { buttons[k].classList.toggle("on", k === d.label.verdict_here); });
         it.labels.push(d.label);
-        said.textContent = "labelled: " + verdictText(d.label.verdict_here, info.models, pair) + " (saved " + d.label.time + ")";
+        said.textContent = "labelled: " + verdictText(d.label.verdict_here, info.models, pair) + " by " + d.label.annotator +
+          " (saved " + d.label.time + (d.label.queue ? "; queue draw " + d.label.queue.draw : "; off the queue") + ")";
         note.value = "";
         info.labels = d.summary;
         var lp = document.getElementById("labels-panel");
-        if (lp) labelsPanel(lp, d.summary);
+        if (lp) labelsPanel(lp, d.summary, rid, info, d.corrected);
         bar.setAttribute("data-saved", String(d.summary.count));
         toast("saved: " + (verdict === "tie" ? "tie" : verdictText(verdict, info.models, pair) + " better"));
       }).catch(function (err) {  // never dropped in silence: the bar says so until the next label
         said.textContent = "NOT saved: " + err.message + "; label it again";
         bar.setAttribute("data-unsaved", verdict);
+        toast("not saved: " + err.message, true);
+      }).then(function () { busy = false; });
+    };
+    return bar;
+  }
+
+  // a person's score for one model's answer on one GPT metric, on that metric's scale (keys 1-5 on 1-5)
+  function ratingBar(rid, info, it, pair, queued) {
+    var keys_ = ratingKeysOf(it.keys, it.scales).filter(function (k) {
+      return it.models.some(function (m) { return !m.missing && ((m.scores || {})[k] !== undefined || (m.invalid || {})[k]); });
+    });
+    if (!keys_.length) return null;
+    var bar = el("div", "labelbar ratingbar"); bar.id = "ratingbar";
+    var ms = el("select"); ms.id = "rate-model";
+    var model = queued.rate !== null && queued.rate !== undefined ? queued.rate : String(pair[0]);
+    it.models.forEach(function (m, i) { if (!m.missing) option(ms, String(i), m.name, model); });
+    var ks = el("select"); ks.id = "rate-metric";
+    var metric = keys_.indexOf(queued.metric) >= 0 ? queued.metric : keys_.indexOf(queueChoice().metric) >= 0 ? queueChoice().metric : keys_[0];
+    keys_.forEach(function (k) { option(ks, k, k, metric); });
+    var btns = el("span", "scores"), judge = el("span", "muted rate-judge"), said = el("span", "muted rate-state");
+    add(bar, el("strong", null, "Your score:"), ms, ks, btns, judge, said);
+    var ratings = it.ratings || [];
+    var scale = function () { return it.scales[ks.value] || [1, 5]; };
+    var draw = function () {
+      clear(btns);
+      var sc = scale(), m = it.models[Number(ms.value)] || {};
+      var mine = ratings.filter(function (r) { return r.model === m.name && (r.metric === ks.value || r.metric === metricName(ks.value)); });
+      var last = mine.length ? mine[mine.length - 1] : null;
+      for (var v = Math.ceil(sc[0]); v <= Math.floor(sc[1]) && v - sc[0] < 11; v++) {
+        (function (v) {
+          var b = el("button", "rate-btn" + (last && last.score === v ? " on" : ""), String(v));
+          b.setAttribute("data-score", String(v));
+          b.addEventListener("click", function () { bar.rateWith(v); });
+          add(btns, b);
+        })(v);
+      }
+      var js = (m.scores || {})[ks.value];
+      judge.textContent = "the judge: " + (typeof js === "number" ? fmt(js) : "–") + " on " + sc[0] + "–" + sc[1];
+      said.textContent = last ? "scored " + last.score + " by " + last.annotator : "not scored";
+    };
+    ms.addEventListener("change", draw); ks.addEventListener("change", draw);
+    draw();
+    var busy = false;
+    bar.keyScore = function (k) {
+      var sc = scale(), v = Number(k);
+      if (k === "0" && sc[1] >= 10) v = 10;
+      if (!(v >= sc[0] && v <= sc[1])) return false;
+      bar.rateWith(v);
+      return true;
+    };
+    bar.rateWith = function (score) {
+      if (busy) return;
+      busy = true;
+      var body = { kind: "rating", run: rid, id: it.id, model: Number(ms.value), metric: ks.value, score: score, annotator: annotator() };
+      bar.removeAttribute("data-unsaved");
+      api("labels", {}, body, function (n, of) {
+        said.textContent = "saving: the viewer did not take it yet, trying again (" + n + " of " + of + ")";
+      }).then(function (d) {
+        ratings.push(d.label); it.ratings = ratings;
+        draw();
+        said.textContent = "scored " + d.label.score + " by " + d.label.annotator + " (saved " + d.label.time +
+          (d.label.queue ? "; queue draw " + d.label.queue.draw : "; off the queue") + ")";
+        info.labels = d.summary;
+        var lp = document.getElementById("labels-panel");
+        if (lp) labelsPanel(lp, d.summary, rid, info, d.corrected);
+        bar.setAttribute("data-saved", String(ratings.length));
+        toast("saved: " + d.label.model + " " + ks.value + " " + d.label.score);
+      }).catch(function (err) {
+        said.textContent = "NOT saved: " + err.message + "; score it again";
+        bar.setAttribute("data-unsaved", String(score));
         toast("not saved: " + err.message, true);
       }).then(function () { busy = false; });
     };
@@ -776,9 +1054,11 @@
     var t = ev.target, tag = t && t.tagName;
     if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (t && t.isContentEditable)) {
       if (ev.key === "Escape") t.blur();
-      if (!(tag === "INPUT" && t.id === "label-note" && ev.key === "Enter")) return;
+      if (!(tag === "INPUT" && (t.id === "label-note" || t.id === "annotator") && ev.key === "Enter")) return;
+      if (t.id === "annotator") store(WHO_KEY, t.value.trim());
       t.blur(); return;
     }
+    if (ev.key === "n" && onNext) { ev.preventDefault(); onNext(); return; }
     if (keys && keys(ev.key)) ev.preventDefault();
   });
   window.addEventListener("hashchange", render);
