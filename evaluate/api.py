@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 
 from .core.errors import InputError
 from .core.io import read_structured
-from .ci.gates import GateResult, GateView, check_names, evaluate, parse_gates
+from .ci.gates import GateResult, GateView, check_names, evaluate, needs_labels, parse_gates
 from .savepath.log import NoResults, RunLog, ScoreRow
 
 __all__ = ["ScoreRow", "SavedRun", "open_run", "run", "InputError", "corrected", "next_to_label", "add_labels"]
@@ -142,6 +142,10 @@ class SavedRun:
         view = GateView.of(self.log)
         view.gated = [m for m in self.models if m in view.gated]
         check_names(gates, view.known())
+        if needs_labels(gates):
+            from .judgecheck.corrected import current
+
+            view.corrected = current(self.path)
         return evaluate(gates, view)
 
 

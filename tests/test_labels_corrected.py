@@ -329,3 +329,35 @@ def test_ratings_get_each_models_mean_and_the_paired_difference(save):
     diff = next(r for r in d["ratings"] if r.get("model_a") == "model_a" and r.get("model_b") == "model_b")
     assert diff["labels_used"] == len(both)
     assert diff["difference"]["labels_only"]["estimate"] == pytest.approx(np.mean(both), abs=1e-6)
+
+
+def test_the_gate_may_name_the_label_corrected_win_rate(save):
+    """`--fail-under-win-rate A:B:label-corrected=X` gates on what people would say: with no label on the
+    queue it fails and says how to label; with labels it passes below the estimate and fails (exit 1)
+    above it, the line giving the interval and the labels; in the other order the rate is one minus it;
+    a misspelt estimate is exit 2 with the right name."""
+    pairs = api.corrected(save)["pairs"]
+    a, b = pairs[0]["model_a"], pairs[0]["model_b"]
+    gate = f"{a}:{b}:label-corrected="
+    proc = eval_py("summary", str(save), "--fail-under-win-rate", gate + "0.1")
+    assert proc.returncode == 1 and "no label on the label queue" in proc.stdout and "eval.py label" in proc.stdout
+    units = [u for u in next_units(save, 12, seed=3) if {u.model_a, u.model_b} == {a, b}][:6]
+    assert len(units) >= 4
+    sets = [x for i, u in enumerate(units) for x in ("--set", f"{u.id}={'AB'[i % 2] if i < 4 else 'tie'}",
+                                                     "--pair", f"{u.model_a},{u.model_b}")]
+    assert eval_py("label", str(save), *sets).returncode == 0
+    (pair,) = [p for p in api.corrected(save)["pairs"] if (p["model_a"], p["model_b"]) == (a, b)]
+    x = pair["label_corrected"]["estimate"]
+    assert pair["labels_used"] == len(units) and 0 < x < 1
+    passed = eval_py("summary", str(save), "--fail-under-win-rate", gate + f"{x - 0.01:.4f}")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert f"gate passed: --fail-under-win-rate {gate}" in passed.stdout
+    assert f"label-corrected win rate {x:.3f}" in passed.stdout and f"{len(units)} labels" in passed.stdout
+    failed = eval_py("summary", str(save), "--fail-under-win-rate", gate + f"{x + 0.01:.4f}")
+    assert failed.returncode == 1 and "gate FAILED" in failed.stdout
+    other = eval_py("summary", str(save), "--fail-under-win-rate", f"{b}:{a}:label-corrected={1 - x - 0.01:.4f}")
+    assert other.returncode == 0 and f"label-corrected win rate {1 - x:.3f}" in other.stdout
+    got = api.open_run(save).gate(fail_under_win_rate=[gate + f"{x + 0.01:.4f}"])
+    assert [r.passed for r in got] == [False]
+    bad = eval_py("summary", str(save), "--fail-under-win-rate", f"{a}:{b}:label-corected=0.5")
+    assert bad.returncode == 2 and 'did you mean "label-corrected"' in bad.stderr

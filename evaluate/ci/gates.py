@@ -17,6 +17,10 @@
       and its line says so with the items it needs.
     --fail-under-win-rate CANDIDATE:BASELINE=X   the candidate's battle win rate against the
       baseline (ties count half, invalid verdicts left out) below X.
+    --fail-under-win-rate CANDIDATE:BASELINE:label-corrected=X   the same, as people would judge: the
+      label-corrected win rate (the person's labels on the label queue's draws correcting every item's
+      judge verdict, docs/labels.md) below X; a pair without labels on the queue fails and says how to
+      label (a gate that passes without labels would promise what it does not know).
     --fail-on-untrusted-judge   the judge check of this judge and prompts did not pass, or there is
       none (an opt-in gate that passes without a check would promise what it does not know).
 
@@ -64,12 +68,16 @@ class WorseGate:
     score: str
 
 
+LABEL_CORRECTED = "label-corrected"
+
+
 @dataclass(frozen=True)
 class WinRateGate:
     spec: str
     candidate: str
     baseline: str
     value: float
+    source: str = "judge"  # "judge": the judge's verdicts; LABEL_CORRECTED: people's, by the labels
 
 
 @dataclass
@@ -127,9 +135,16 @@ def parse_fail_if_worse(spec: str) -> WorseGate:
 
 
 def parse_win_rate(spec: str) -> WinRateGate:
-    example = "expected CANDIDATE:BASELINE=VALUE, e.g. model_b:model_a=0.45"
+    example = (f"expected CANDIDATE:BASELINE=VALUE or CANDIDATE:BASELINE:{LABEL_CORRECTED}=VALUE, "
+               "e.g. model_b:model_a=0.45")
     lhs, eq, value = spec.rpartition("=")
     parts = [p.strip() for p in lhs.split(":")]
+    source = "judge"
+    if len(parts) == 3 and parts[2]:
+        if parts[2].lower() != LABEL_CORRECTED:
+            raise InputError(f'--fail-under-win-rate "{spec}": unknown estimate "{parts[2]}"'
+                             f'{suggest(parts[2], [LABEL_CORRECTED])}; {example}')
+        source, parts = LABEL_CORRECTED, parts[:2]
     if not eq or len(parts) != 2 or not all(parts):
         raise InputError(f'--fail-under-win-rate "{spec}": {example}')
     x = _number("--fail-under-win-rate", spec, value, example)
@@ -137,7 +152,7 @@ def parse_win_rate(spec: str) -> WinRateGate:
         raise InputError(f'--fail-under-win-rate "{spec}": a win rate is between 0 and 1, got {x:g}')
     if parts[0] == parts[1]:
         raise InputError(f'--fail-under-win-rate "{spec}": the candidate and the baseline are the same model')
-    return WinRateGate(spec, parts[0], parts[1], x)
+    return WinRateGate(spec, parts[0], parts[1], x, source)
 
 
 def parse_gates(fail_under: list[str] | None = None, fail_if_worse: list[str] | None = None,
@@ -240,6 +255,9 @@ class GateView:
     battles: list[dict[str, Any]]
     manifest: dict[str, Any]
     gated: list[str]
+    # the label-corrected estimates (judgecheck.corrected's object), which the caller adds where a gate
+    # names them (`needs_labels`); None: not read
+    corrected: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, data: Any, gated: list[str] | None = None) -> "GateView":
@@ -438,7 +456,45 @@ def _record(s: dict[str, Any], candidate: str) -> str:
             f"{s.get('invalid')} invalid")
 
 
-def win_rate_gate(battles: Any, g: WinRateGate) -> GateResult:
+def needs_labels(gates: Gates) -> bool:
+    """Whether a gate reads the label-corrected estimates (the caller then reads them into the view)."""
+    return any(g.source == LABEL_CORRECTED for g in gates.win_rates)
+
+
+def _fmt(x: Any) -> str:
+    return "n/a" if not isinstance(x, (int, float)) or math.isnan(x) else f"{x:.3f}"
+
+
+def label_corrected_gate(corrected: dict[str, Any] | None, g: WinRateGate) -> GateResult:
+    """The candidate's label-corrected win rate against the baseline below the gate fails; so does a pair
+    with no label on the queue (nothing people said to gate on)."""
+    flag = "--fail-under-win-rate"
+    for pair in (corrected or {}).get("pairs") or []:
+        a, b = pair.get("model_a"), pair.get("model_b")
+        if {a, b} != {g.candidate, g.baseline}:
+            continue
+        est = pair.get("label_corrected") or {}
+        flip = a != g.candidate  # each estimate is model_a's win rate
+        x, lo, hi = (est.get(k) for k in ("estimate", "low", "high"))
+        if not isinstance(x, (int, float)) or math.isnan(x) or not pair.get("labels_used"):
+            break
+        if flip:
+            x, lo, hi = 1 - x, (None if hi is None else 1 - hi), (None if lo is None else 1 - lo)
+        level = round(100 * float((corrected or {}).get("level") or 0.95))
+        text = (f"{g.candidate} vs {g.baseline}: label-corrected win rate {x:.3f} ({level}% interval {_fmt(lo)} to "
+                f"{_fmt(hi)}; {pair.get('labels_used')} labels, worth {_fmt(pair.get('effective_labels'))} labels alone; "
+                f"judge only {_fmt((1 - pair['judge_only']['estimate']) if flip else pair['judge_only']['estimate'])})")
+        if x < g.value:
+            return GateResult(flag, g.spec, [f"{text} < {g.value:g}"], "")
+        return GateResult(flag, g.spec, [], f"{text} >= {g.value:g}")
+    return GateResult(flag, g.spec, [f"{g.candidate} vs {g.baseline}: no label on the label queue of this pair, so no "
+                                     f"label-corrected win rate (gate {g.value:g}); label some: `eval.py label SAVE_PATH "
+                                     f"--next 20`, or Label next in `eval.py view`"], "")
+
+
+def win_rate_gate(battles: Any, g: WinRateGate, corrected: dict[str, Any] | None = None) -> GateResult:
+    if g.source == LABEL_CORRECTED:
+        return label_corrected_gate(corrected, g)
     got = win_rate_of(battles, g.candidate, g.baseline)
     if got is None:
         return GateResult("--fail-under-win-rate", g.spec,
@@ -486,7 +542,7 @@ def evaluate(gates: Gates, view: GateView) -> list[GateResult]:
     results = [r for r in view.results if r.get("model") in view.gated]
     out = [score_gate(results, g) for g in gates.scores]
     out += [worse_gate(view.comparisons, g) for g in gates.worse]
-    out += [win_rate_gate(view.battles, g) for g in gates.win_rates]
+    out += [win_rate_gate(view.battles, g, view.corrected) for g in gates.win_rates]
     if gates.untrusted_judge:
         out.append(judge_gate(view.manifest))
     return out

@@ -57,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="exit 1 when the run's paired comparison finds CANDIDATE worse than BASELINE on SCORE "
                         "(a primary score over every item: its simultaneous interval within the pair's confirmatory "
                         "family excludes 0; any other score or a CATEGORY: the exploratory, unadjusted 95%% row)")
-    p.add_argument("--fail-under-win-rate", action="append", default=[], metavar="CANDIDATE:BASELINE=VALUE",
-                   help="exit 1 when CANDIDATE's battle win rate against BASELINE is below VALUE (ties count half)")
+    p.add_argument("--fail-under-win-rate", action="append", default=[], metavar="CANDIDATE:BASELINE[:label-corrected]=VALUE",
+                   help="exit 1 when CANDIDATE's battle win rate against BASELINE is below VALUE (ties count half); "
+                        "with :label-corrected, the win rate as people would judge, from the labels (docs/labels.md)")
     p.add_argument("--fail-on-untrusted-judge", action="store_true",
                    help="exit 1 unless the judge check of this judge and prompts passed (with --judge-check N "
                         "the check runs first)")
@@ -207,7 +208,7 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
              ci_files=None) -> tuple[int, str]:
     """One config's run: its exit code and, when not 0, the reason for the last line."""
     from ..backends.probing import probe_judge
-    from ..ci.gates import evaluate, failure_reason, outcome_lines, status_word, view_of_run
+    from ..ci.gates import evaluate, failure_reason, needs_labels, outcome_lines, status_word, view_of_run
     from ..judgecheck.store import attach_to_run
     from ..pipeline.run import JudgeStopped, plan_only, run_job
 
@@ -266,7 +267,12 @@ def _run_one(cfg: RunConfig, args: argparse.Namespace, families: list[str], gate
     results = []
     if gates:
         try:
-            results = evaluate(gates, view_of_run(outcome))
+            view = view_of_run(outcome)
+            if needs_labels(gates):  # labels given to an earlier run of this save path still hold for its items
+                from ..judgecheck.corrected import current
+
+                view.corrected = current(cfg.save_path)
+            results = evaluate(gates, view)
         except InputError as exc:
             codes.append((EXIT_INPUT, str(exc)))
         else:

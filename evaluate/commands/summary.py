@@ -48,8 +48,9 @@ def build_parser() -> Parser:
                    help="as on a run: exit 1 when an aggregate is below VALUE (repeatable)")
     p.add_argument("--fail-if-worse", action="append", default=[], metavar="CANDIDATE:BASELINE:[CATEGORY:]SCORE",
                    help="as on a run: exit 1 when the stored paired comparison finds CANDIDATE worse than BASELINE")
-    p.add_argument("--fail-under-win-rate", action="append", default=[], metavar="CANDIDATE:BASELINE=VALUE",
-                   help="as on a run: exit 1 when CANDIDATE's stored battle win rate against BASELINE is below VALUE")
+    p.add_argument("--fail-under-win-rate", action="append", default=[], metavar="CANDIDATE:BASELINE[:label-corrected]=VALUE",
+                   help="as on a run: exit 1 when CANDIDATE's stored battle win rate against BASELINE is below VALUE "
+                        "(with :label-corrected, the label-corrected win rate from the labels as they are now)")
     p.add_argument("--fail-on-untrusted-judge", action="store_true",
                    help="as on a run: exit 1 unless the stored judge check of this run passed")
     p.add_argument("--junit", metavar="FILE.xml", help="also write the gates and rule checks as JUnit XML")
@@ -67,12 +68,9 @@ def _gated(data: RunLog) -> list[str]:
 
 def _corrected(save_path: Path) -> dict | None:
     """The label-corrected verdicts from the labels as they are now (None without labels)."""
-    from ..judgecheck.corrected import corrected
-    from ..savepath.layout import labels_file
+    from ..judgecheck.corrected import current
 
-    if not labels_file(save_path).is_file():
-        return None
-    return corrected(save_path)
+    return current(save_path)
 
 
 def main(argv: list[str]) -> int:
@@ -115,7 +113,7 @@ def main(argv: list[str]) -> int:
 
 def _verdict(data: RunLog, gates, save_path: Path, ci_files) -> int:
     """The gate lines, the status line and the exit code of the stored run, as the run printed them."""
-    from ..ci.gates import GateView, evaluate, failure_reason, outcome_lines, status_word
+    from ..ci.gates import GateView, evaluate, failure_reason, needs_labels, outcome_lines, status_word
 
     manifest = data.manifest or {}
     codes: list[tuple[int, str]] = []
@@ -124,7 +122,10 @@ def _verdict(data: RunLog, gates, save_path: Path, ci_files) -> int:
     results = []
     if gates:
         try:
-            results = evaluate(gates, GateView.of(data, _gated(data)))
+            view = GateView.of(data, _gated(data))
+            if needs_labels(gates):
+                view.corrected = _corrected(save_path)
+            results = evaluate(gates, view)
         except InputError as exc:
             codes.append((EXIT_INPUT, str(exc)))
         else:

@@ -452,3 +452,10 @@ def format_corrected(d: Mapping[str, Any]) -> str:
             lines.append(f"annotator {name}: agreement with the judge "
                          f"{'-' if a['agreement'] is None else format(a['agreement'], '.3f')} ({a['items']} labels)")
     return "\n".join(lines)
+
+
+def current(root: Path, *, level: float = LEVEL) -> dict[str, Any] | None:
+    """The label-corrected estimates from the labels as they are now; None where the save path has no labels."""
+    from ..savepath.layout import labels_file
+
+    return corrected(root, level=level) if labels_file(root).is_file() else None
