@@ -170,7 +170,8 @@ class Row:
     lam: float
 
 
-def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str, sets: int, seed: int) -> Row:
+def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str, sets: int, seed: int,
+             mix: float = 0.5) -> Row:
     rng = np.random.default_rng([seed, n, design == "active", sum(map(ord, pop.name + judge_name))])
     truth = float(pop.y.mean())
     big = len(pop.y)
@@ -182,7 +183,7 @@ def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str
             idx, w = rng.choice(big, size=n, replace=False), None
         else:
             unc = u if u is not None else (1.0 - 2.0 * np.abs(f - 0.5) if pop.kind == "battle" else np.zeros(big))
-            p = active_probabilities(unc)
+            p = active_probabilities(unc, mix=mix)
             idx = rng.choice(big, size=n, replace=True, p=p)
             w = 1.0 / (big * p[idx])
         c = corrected_mean(pop.y[idx], f[idx], f, weights=w, bounds=pop.bounds)
@@ -267,6 +268,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="200 sets per row")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dim", default="coherence", help="SummEval's human dimension (the ratings' mean score)")
+    ap.add_argument("--mix", type=float, default=0.5, help="the active design's uniform share (active_probabilities)")
     ap.add_argument("--judge-report", help="meta-eval GPT:battle report on HHH (the packaged judge)")
     ap.add_argument("--markdown", help="write the table and the targets' results here")
     args = ap.parse_args()
@@ -282,14 +284,14 @@ def main() -> int:
         pops[pop.name] = pop
         for n in SIZES:
             for design in designs:
-                r = simulate(pop, name, judge, n, design, sets, args.seed)
+                r = simulate(pop, name, judge, n, design, sets, args.seed, args.mix)
                 rows.append(r)
                 print(markdown([r], pops)[-1], flush=True)
     results = verdicts(rows)
     print(f"\n{sets} label sets per row, {time.time() - started:.0f} s")
     print("\n".join(results))
     if args.markdown:
-        text = markdown(rows, pops) + ["", f"{sets} label sets per row; seed {args.seed}.", ""] + \
+        text = markdown(rows, pops) + ["", f"{sets} label sets per row; seed {args.seed}; active mix {args.mix}.", ""] + \
             [f"- {v}" for v in results]
         Path(args.markdown).write_text("\n".join(text) + "\n")
     return 0
