@@ -222,22 +222,19 @@ def plan(args: argparse.Namespace) -> list[tuple[Population, str, Judge, tuple[s
     return out
 
 
+def _target(what: str, rows: list[Row], failed: list[Row], value: Callable[[Row], float]) -> str:
+    line = f"{what}: {'met' if not failed else 'NOT met'} in {len(rows) - len(failed)}/{len(rows)} rows"
+    return line + "".join(f"; {r.dataset}/{r.judge}/n={r.n}/{r.design} {value(r):.3f}" for r in failed)
+
+
 def verdicts(rows: list[Row]) -> list[str]:
     """Each target of the issue, met or not, from the rows."""
-    out = []
-    low = [r for r in rows if r.coverage < 0.93]
-    out.append(f"coverage >= 0.93: {'met' if not low else 'NOT met'} in {len(rows) - len(low)}/{len(rows)} rows"
-               + ("" if not low else "; below: " + "; ".join(
-                   f"{r.dataset}/{r.judge}/n={r.n}/{r.design} {r.coverage:.3f}" for r in low)))
-    wide = [r for r in rows if r.width_ratio > 1.05]
-    out.append(f"median width ratio <= 1.05: {'met' if not wide else 'NOT met'} in {len(rows) - len(wide)}/{len(rows)} rows"
-               + ("" if not wide else "; above: " + "; ".join(
-                   f"{r.dataset}/{r.judge}/n={r.n}/{r.design} {r.width_ratio:.3f}" for r in wide)))
     good = [r for r in rows if r.judge == "acc .95"]
-    bad = [r for r in good if r.width_ratio > 0.75]
-    out.append(f"acc .95 judge, ratio <= 0.75: {'met' if not bad else 'NOT met'} in {len(good) - len(bad)}/{len(good)} rows"
-               + ("" if not bad else "; above: " + "; ".join(
-                   f"{r.dataset}/n={r.n}/{r.design} {r.width_ratio:.3f}" for r in bad)))
+    out = [_target("coverage >= 0.93", rows, [r for r in rows if r.coverage < 0.93], lambda r: r.coverage),
+           _target("median width ratio <= 1.05", rows, [r for r in rows if r.width_ratio > 1.05],
+                   lambda r: r.width_ratio),
+           _target("acc .95 judge, ratio <= 0.75", good, [r for r in good if r.width_ratio > 0.75],
+                   lambda r: r.width_ratio)]
     for r in rows:
         if r.judge in ("uncertain errors", "packaged (Qwen-1.5B)") and r.n == 50 and r.design == "active":
             u = next(x for x in rows if (x.dataset, x.judge, x.n, x.design) == (r.dataset, r.judge, 50, "uniform"))
@@ -273,7 +270,8 @@ def main() -> int:
     ap.add_argument("--markdown", help="write the table and the targets' results here")
     args = ap.parse_args()
     if not (Path(args.data) / "hhh_alignment.jsonl").is_file():
-        print(f"{args.data}: no hhh_alignment.jsonl here (../shared/data/metaeval beside the checkout)", file=sys.stderr)
+        print(f"{args.data}: no hhh_alignment.jsonl here (../shared/data/metaeval beside the checkout)",
+              file=sys.stderr)
         return 2
     sets = 200 if args.quick else args.sets
     started = time.time()
@@ -291,8 +289,8 @@ def main() -> int:
     print(f"\n{sets} label sets per row, {time.time() - started:.0f} s")
     print("\n".join(results))
     if args.markdown:
-        text = markdown(rows, pops) + ["", f"{sets} label sets per row; seed {args.seed}; active mix {args.mix}.", ""] + \
-            [f"- {v}" for v in results]
+        note = f"{sets} label sets per row; seed {args.seed}; active mix {args.mix}."
+        text = markdown(rows, pops) + ["", note, ""] + [f"- {v}" for v in results]
         Path(args.markdown).write_text("\n".join(text) + "\n")
     return 0
 
