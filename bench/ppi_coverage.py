@@ -16,15 +16,18 @@ Simulated judges, redrawn for every label set (so the judge-only coverage is a f
 - biased .75: errors mostly (90%) in one direction: toward response_a / upward;
 - uncertain errors (battles): sure and right on most items (f .05 / .95), near one half on the rest
   (.45 / .55, wrong half the time): the judge whose errors fall where it is uncertain, which the active
-  design is for. Also on a constructed population (N 1000, win rate .6) where the uncertain items are
+  design is for. Also on a constructed population (N 1000, win rate .62) where the uncertain items are
   mostly ones people gave to response_b.
+A real rule too, with real errors and nothing simulated: the longer answer wins (meta-eval's trivial rule),
+uncertain where the two lengths are close; fixed for every set, so its judge-only coverage is 0 or 1.
 `--judge-report` adds the packaged judge: a `meta-eval --evaluator GPT:battle` report on HHH (both
 orders); f is the mean over both orders of its probability that response_a is preferred (p_first), else
 its verdict; fixed for every set (its judge-only coverage is then 0 or 1).
 
 Printed per (dataset, judge, n, design): coverage of the 95% corrected interval, of the judge-only one,
 of the reference code's design on the same draws (`superpopulation=True, quantile="z", guard=False`, as
-ppi_py computes it: the unlabelled items a sample, the normal quantile, no guard), the median over sets of width(corrected) / width(labels only), the median corrected width. Targets
+ppi_py computes it: the unlabelled items a sample, the normal quantile, no guard), the median over sets of
+width(corrected) / width(labels only), the median corrected width and lam. Targets
 (issue 44): coverage >= 0.93; width ratio <= 1.05, with the .95 judge <= 0.75; at 50 labels the active
 design's median width below the uniform one's for the uncertain-errors judge (constructed and HHH).
 """
@@ -45,7 +48,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluate.pipeline.metaeval import read_metaeval_rows  # noqa: E402
+from evaluate.pipeline.metaeval import read_metaeval_rows, trivial_verdicts  # noqa: E402
 from evaluate.stats.ppi import active_probabilities, corrected_mean  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "metaeval"
@@ -61,6 +64,7 @@ class Population:
     y: np.ndarray
     bounds: tuple[float, float]
     kind: str  # "battle" | "rating"
+    rows: tuple[dict, ...] = ()
 
 
 # A judge: (human values, rng) -> (f per item, uncertainty per item or None for "from f")
@@ -69,7 +73,7 @@ Judge = Callable[[np.ndarray, np.random.Generator], tuple[np.ndarray, np.ndarray
 
 def battle_population(path: Path, name: str) -> Population:
     rows = read_metaeval_rows(path)  # the project's own reader: checks every row, a/b/tie labels
-    return Population(name, np.array([LABEL_VALUE[r["label"]] for r in rows]), (0.0, 1.0), "battle")
+    return Population(name, np.array([LABEL_VALUE[r["label"]] for r in rows]), (0.0, 1.0), "battle", tuple(rows))
 
 
 def summeval_population(path: Path, dim: str) -> Population:
@@ -124,6 +128,19 @@ def rating_judge(acc: float, up: float = 0.5) -> Judge:
         off = y + step
         off = np.where((off > 5) | (off < 1), y - step, off)
         return np.where(wrong, np.clip(off, 1, 5), y), None
+    return judge
+
+
+def longer_judge(pop: Population) -> Judge:
+    """A real rule with real errors, no simulation: the longer answer wins (meta-eval's trivial rule), uncertain
+    where the two lengths are close (1 - |len a - len b| / (len a + len b))."""
+    f = np.array([{"A": 1.0, "B": 0.0, "tie": 0.5}[v] for v in trivial_verdicts(list(pop.rows))["longer"]])
+    la = np.array([len(r["response_a"]) for r in pop.rows], dtype=float)
+    lb = np.array([len(r["response_b"]) for r in pop.rows], dtype=float)
+    u = 1.0 - np.abs(la - lb) / np.maximum(1.0, la + lb)
+
+    def judge(y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        return f, u
     return judge
 
 
@@ -219,6 +236,7 @@ def plan(args: argparse.Namespace) -> list[tuple[Population, str, Judge, tuple[s
     for pop in (hhh, pandalm):
         out += [(pop, name, j, both) for name, j in sims]
         out.append((pop, "uncertain errors", uncertain_judge(), both))
+        out.append((pop, "longer answer (a real rule)", longer_judge(pop), both))
     if args.judge_report:
         rows = read_metaeval_rows(Path(args.data) / "hhh_alignment.jsonl")
         ids = [str(r.get("id", i)) for i, r in enumerate(rows)]
@@ -243,14 +261,15 @@ def verdicts(rows: list[Row]) -> list[str]:
            _target("acc .95 judge, ratio <= 0.75", good, [r for r in good if r.width_ratio > 0.75],
                    lambda r: r.width_ratio)]
     for r in rows:
-        if r.judge in ("uncertain errors", "packaged (Qwen-1.5B)") and r.n == 50 and r.design == "active":
+        if (r.judge == "uncertain errors" or r.judge in REAL) and r.n == 50 and r.design == "active":
             u = next(x for x in rows if (x.dataset, x.judge, x.n, x.design) == (r.dataset, r.judge, 50, "uniform"))
-            ok = r.width < u.width
             target = "" if r.judge == "uncertain errors" else " (no target: reported)"
-            out.append(f"active < uniform at 50 labels, {r.dataset} / {r.judge}: {'met' if ok else 'NOT met'}"
-                       f" ({r.width:.3f} vs {u.width:.3f}){target}")
+            out.append(f"active < uniform at 50 labels, {r.dataset} / {r.judge}: "
+                       f"{'met' if r.width < u.width else 'NOT met'} ({r.width:.3f} vs {u.width:.3f}){target}")
     return out
 
+
+REAL = ("longer answer (a real rule)", "packaged (Qwen-1.5B)")  # judges with their own uncertainty signal
 
 HEADER = ("| dataset (N, human value) | judge | labels | design | coverage, corrected | coverage, judge only | "
           "coverage, ppi_py's design | "
