@@ -4,7 +4,7 @@
 
 The finite population is a meta-evaluation file's items (N); each item's human value is its label (HHH,
 PandaLM: 1 when response_a is preferred, 0.5 a tie, 0 response_b, so the mean is response_a's human win
-rate with ties half; SummEval: the experts' mean score on one dimension, 1-5). The target is that value
+rate with ties half; SummEval: the experts' mean score on each dimension, 1-5). The target is that value
 over the whole file. A judge gives every item a value f on the same scale; a label set is n items drawn
 by the label queue's design (uniform: without replacement; active: with replacement at probabilities
 rising with the judge's uncertainty, each draw weighted 1 / (N p)), and per set the bench computes the
@@ -24,12 +24,12 @@ uncertain where the two lengths are close; fixed for every set, so its judge-onl
 orders); f is the mean over both orders of its probability that response_a is preferred (p_first), else
 its verdict; fixed for every set (its judge-only coverage is then 0 or 1).
 
-Printed per (dataset, judge, n, design): coverage of the 95% corrected interval, of the judge-only one,
+Printed per (dataset, judge, n, design): coverage of the 95% corrected interval; of the judge-only one;
 of the reference code's design on the same draws (`superpopulation=True, quantile="z", guard=False`, as
-ppi_py computes it: the unlabelled items a sample, the normal quantile, no guard), the median over sets of
-width(corrected) / width(labels only), the median corrected width and lam. Targets
-(issue 44): coverage >= 0.93; width ratio <= 1.05, with the .95 judge <= 0.75; at 50 labels the active
-design's median width below the uniform one's for the uncertain-errors judge (constructed and HHH).
+ppi_py computes it: the unlabelled items a sample, the normal quantile, no guard); of the labels-only one;
+the median over sets of width(corrected) / width(labels only); the median corrected width and lam.
+Targets (issue 44): coverage >= 0.93; width ratio <= 1.05, with the .95 judge <= 0.75; at 50 labels the
+active design's median width below the uniform one's for the uncertain-errors judge (constructed and HHH).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from evaluate.stats.ppi import active_probabilities, corrected_mean  # noqa: E40
 DATA = REPO.parent / "shared" / "data" / "metaeval"
 LABEL_VALUE = {"a": 1.0, "tie": 0.5, "b": 0.0}
 SIZES = (20, 50, 100)
+DIMS = ("coherence", "consistency", "fluency", "relevance")
 
 
 @dataclass(frozen=True)
@@ -183,6 +184,7 @@ class Row:
     coverage: float
     judge_coverage: float
     reference_coverage: float
+    labels_coverage: float
     width_ratio: float
     width: float
     labels_width: float
@@ -194,7 +196,7 @@ def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str
     rng = np.random.default_rng([seed, n, design == "active", sum(map(ord, pop.name + judge_name))])
     truth = float(pop.y.mean())
     big = len(pop.y)
-    hit = jhit = rhit = 0
+    hit = jhit = rhit = lhit = 0
     ratios, widths, lwidths, lams = [], [], [], []
     for _ in range(sets):
         f, u = judge(pop.y, rng)
@@ -209,6 +211,7 @@ def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str
         lc, lo, jo = c.label_corrected, c.labels_only, c.judge_only
         hit += lc.low <= truth <= lc.high
         jhit += jo.low <= truth <= jo.high
+        lhit += lo.low <= truth <= lo.high
         # the reference code's design (ppi_py): the unlabelled items a sample, z, no guard
         rest = np.delete(f, idx) if design == "uniform" else f
         ref = corrected_mean(pop.y[idx], f[idx], rest, weights=w, bounds=pop.bounds, superpopulation=True,
@@ -219,14 +222,15 @@ def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str
         lwidths.append(lwidth)
         ratios.append(width / lwidth if lwidth > 0 else math.nan)
         lams.append(c.lam)
-    return Row(pop.name, judge_name, n, design, hit / sets, jhit / sets, rhit / sets, float(np.nanmedian(ratios)),
+    return Row(pop.name, judge_name, n, design, hit / sets, jhit / sets, rhit / sets, lhit / sets,
+               float(np.nanmedian(ratios)),
                float(np.median(widths)), float(np.median(lwidths)), float(np.median(lams)))
 
 
 def plan(args: argparse.Namespace) -> list[tuple[Population, str, Judge, tuple[str, ...]]]:
     hhh = battle_population(Path(args.data) / "hhh_alignment.jsonl", "HHH")
     pandalm = battle_population(Path(args.data) / "pandalm.jsonl", "PandaLM")
-    summeval = summeval_population(Path(args.data) / "summeval.jsonl", args.dim)
+    summeval = [summeval_population(Path(args.data) / "summeval.jsonl", dim) for dim in args.dims]
     constructed, unsure = constructed_population()
     both = ("uniform", "active")
     sims = [("acc .55", battle_judge(0.55)), ("acc .75", battle_judge(0.75)), ("acc .95", battle_judge(0.95)),
@@ -241,7 +245,7 @@ def plan(args: argparse.Namespace) -> list[tuple[Population, str, Judge, tuple[s
         rows = read_metaeval_rows(Path(args.data) / "hhh_alignment.jsonl")
         ids = [str(r.get("id", i)) for i, r in enumerate(rows)]
         out.append((hhh, "packaged (Qwen-1.5B)", report_judge(Path(args.judge_report), ids), both))
-    out += [(summeval, name, j, ("uniform",)) for name, j in
+    out += [(pop, name, j, ("uniform",)) for pop in summeval for name, j in
             (("acc .55", rating_judge(0.55)), ("acc .75", rating_judge(0.75)), ("acc .95", rating_judge(0.95)),
              ("acc .75 biased up", rating_judge(0.75, up=0.9)))]
     return out
@@ -272,16 +276,17 @@ def verdicts(rows: list[Row]) -> list[str]:
 REAL = ("longer answer (a real rule)", "packaged (Qwen-1.5B)")  # judges with their own uncertainty signal
 
 HEADER = ("| dataset (N, human value) | judge | labels | design | coverage, corrected | coverage, judge only | "
-          "coverage, ppi_py's design | "
+          "coverage, ppi_py's design | coverage, labels only | "
           "median width ratio corrected / labels only | median width, corrected | median lam |")
 
 
 def markdown(rows: list[Row], pops: dict[str, Population]) -> list[str]:
-    lines = [HEADER, "|" + "---|" * 10]
+    lines = [HEADER, "|" + "---|" * 11]
     for r in rows:
         pop = pops[r.dataset]
         lines.append(f"| {r.dataset} ({len(pop.y)}, {pop.y.mean():.3f}) | {r.judge} | {r.n} | {r.design} | "
                      f"{r.coverage:.3f} | {r.judge_coverage:.3f} | {r.reference_coverage:.3f} | "
+                     f"{r.labels_coverage:.3f} | "
                      f"{r.width_ratio:.3f} | {r.width:.3f} | {r.lam:.2f} |")
     return lines
 
@@ -292,7 +297,8 @@ def main() -> int:
     ap.add_argument("--sets", type=int, default=1000, help="random label sets per row")
     ap.add_argument("--quick", action="store_true", help="200 sets per row")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dim", default="coherence", help="SummEval's human dimension (the ratings' mean score)")
+    ap.add_argument("--dims", nargs="+", default=list(DIMS), choices=DIMS,
+                    help="SummEval's human dimensions (each a ratings population: its mean score)")
     ap.add_argument("--mix", type=float, default=0.5, help="the active design's uniform share (active_probabilities)")
     ap.add_argument("--judge-report", help="meta-eval GPT:battle report on HHH (the packaged judge)")
     ap.add_argument("--markdown", help="write the table and the targets' results here")
