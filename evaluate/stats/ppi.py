@@ -237,7 +237,7 @@ def _superpopulation(y: np.ndarray, f: np.ndarray, f_unlab: np.ndarray, w: np.nd
     all items, clipped to [0, 1]; standard deviations with ddof 0)."""
     n, big_n = len(y), len(f_unlab)
     if lam is None:
-        first = float(f_unlab.mean()) + float((y - f).mean())  # lam = 1, as the reference tunes around
+        first = float(f_unlab.mean()) + float((w * (y - f)).mean())  # lam = 1, as the reference tunes around
         g, gh = w * (y - first), w * (f - first)
         cov = float(((g - g.mean()) * (gh - gh.mean())).sum() / n)
         var_f = float(np.var(np.concatenate([gh, f_unlab - first]), ddof=1))
