@@ -296,6 +296,27 @@ def check_labels(save_path: Path) -> tuple[dict[str, Any], LabelFile]:
     return record, found
 
 
+def label_check_shown(log: Any, labels: list[Label] | None = None) -> dict[str, Any] | None:
+    """The verdict a person's labels give on a run's judge, for the places that say "Judge check:" (the
+    report, the viewer's runs list and run page) where no label-free check is stored: `agreement` on the
+    run log's labels, battles and answers, as `judge-check --labels` and the viewer's labels panel compute
+    it. `labels`: the labels as read now (the viewer keeps a run log while its results do not change, and
+    labels come after), else the log's. None when there are no labels, no battles, or too few labels for a
+    verdict (MIN_LABELS)."""
+    labels = list(getattr(log, "labels", None) or []) if labels is None else labels
+    if not labels or not getattr(log, "battles", None):
+        return None
+    rec = agreement(labels, log.battles, outputs_of(log.results), source="labels.jsonl")
+    if rec["trustworthy"] is None:
+        return None
+    a = rec["agreement"]
+    used = a["n"] + rec["label_ties_left_out"]
+    return {"trustworthy": rec["trustworthy"], "verdict_text": rec["verdict_text"], "source": "labels",
+            "labels": used, "accuracy": a["accuracy"], "n": a["n"], "kappa": a["kappa"],
+            "note": f"from your {used} labels with a judge verdict (labels.jsonl; eval.py judge-check --labels "
+                    "SAVE_PATH): no label-free check (judge_check.json) is stored"}
+
+
 def _judge_name(sig: Mapping[str, Any]) -> str:
     """A battle's judge as a person reads it: backend and model, or a panel and its judges'."""
     def one(s: Mapping[str, Any]) -> str:
