@@ -67,6 +67,24 @@ def battle_index(battles: Iterable[Mapping[str, Any]]) -> BattleIndex:
     return out
 
 
+JudgeIndex = dict[tuple[str, str], dict[str, dict[tuple[str, str], Mapping[str, Any]]]]
+
+
+def judges_index(battles: Iterable[Mapping[str, Any]]) -> JudgeIndex:
+    """A panel's battle files: (model_a, model_b) -> judge -> (item id, category) -> that judge's own item
+    (`panel.judges.<name>.items`, with its probability-weighted and calibrated verdicts); {} for one judge."""
+    out: JudgeIndex = {}
+    for bt in battles:
+        s = bt.get("summary") or {}
+        own = (bt.get("panel") or {}).get("judges") if isinstance(bt.get("panel"), Mapping) else None
+        if not s.get("model_a") or not s.get("model_b") or not isinstance(own, Mapping):
+            continue
+        out[(s["model_a"], s["model_b"])] = {
+            str(n): {(str(it.get("id")), str(it.get("category", ""))): it for it in (j or {}).get("items", [])
+                     if isinstance(it, Mapping)} for n, j in own.items() if isinstance(j, Mapping)}
+    return out
+
+
 def judge_verdict(index: BattleIndex, lab: Label) -> tuple[str | None, Mapping[str, Any] | None, bool]:
     """The judge's verdict on a label's item as its battle file holds it ("A", "B", "tie", "invalid" for
     the file's model_a and model_b), the battle item, and whether the file holds the pair the other way
@@ -145,12 +163,21 @@ def agreement(labels: list[Label], battles: list[Mapping[str, Any]], outputs: Ma
         "p_longer": bias["longer_wins"], "invalid_rate": bias["invalid_rate"],
         "rule": RULES["labelled"], "min_labels": MIN_LABELS,
         "items": [{"id": m["label"].id, "category": m["label"].category, "model_a": m["pair"][0],
-                   "model_b": m["pair"][1], "label": m["truth"], "judge": m["judge"]} for m in matched],
+                   "model_b": m["pair"][1], "label": m["truth"], "judge": m["judge"],
+                   "weighted": m["item"].get("weighted_verdict"), "calibrated": m["item"].get("calibrated_verdict")}
+                  for m in matched],
     }
     record.update({k2: decided_rules[k2] for k2 in ("beats_length_baseline", "best_trivial_rule",
                                                     "beats_trivial_rules", "decides_by_position",
                                                     "above_chance")})
+    record["agreement"]["verdicts"] = kinds_against_labels(matched, lambda m: m["item"])
     per_judge = judges_agreement(valid)
+    own = judges_index(battles)
+    for name, j in per_judge.items():  # each judge's own weighted and calibrated verdicts, as the panel's
+        j["verdicts"] = kinds_against_labels(
+            valid,
+            lambda m, name=name: ((own.get(m["pair"]) or {}).get(name) or {}).get((m["label"].id, m["label"].category)),
+            parsed=j)
     if per_judge:  # a panel's battles: each judge's own verdicts on the same labels, beside the panel's
         record["judges"] = per_judge
     if len(valid) < MIN_LABELS:
@@ -179,6 +206,47 @@ def _against_labels(pairs: list[tuple[str, str]]) -> tuple[dict[str, Any], float
             "judge_ties": ties, "kappa": kappa.kappa,
             "kappa_ci95": [kappa.low, kappa.high] if kappa.low is not None else None,
             "kappa_n": kappa.n, "kappa_strength": strength(kappa.kappa)}, k
+
+
+KINDS = {"raw": "parsed", "weighted": "probability-weighted", "calibrated": "position-calibrated"}
+MISSING = {
+    "weighted": "no probabilities in the run: its battle verdicts carry no probability-weighted verdict (the judge "
+                "returned no log-probabilities; a backend that returns them, e.g. an OpenAI-compatible server, gives "
+                "them)",
+    "calibrated": "no position-calibrated verdicts in the run's battle files (the calibration needs items judged "
+                  "validly in both orders: both_orders true)"}
+
+
+SHORT_MISSING = {"weighted": "the run has no probabilities", "calibrated": "no calibrated verdicts in the run"}
+
+
+def kinds_against_labels(matched: list[dict[str, Any]], item_of: Any, parsed: dict[str, Any] | None = None
+                         ) -> dict[str, dict[str, Any]]:
+    """The parsed, probability-weighted and position-calibrated verdicts (a battle item's `verdict`,
+    `weighted_verdict`, `calibrated_verdict`, as the battle file holds them; the calibration fitted when
+    the run saved the battle, on all its items' two orders, no labels) each against the labels
+    (`_against_labels`: agreement with its n and Wilson interval, Cohen's kappa with its n and interval),
+    over the labels whose item carries that kind of verdict. `item_of(m)`: the battle item a matched label
+    is held against (a panel's judge's own). A kind no label's item carries is {"n": 0, "missing": why},
+    so a reader is told why it is absent rather than find it left out. `parsed`: the raw block when the
+    caller has it already."""
+    out: dict[str, dict[str, Any]] = {}
+    for kind, field_name in (("raw", "verdict"), ("weighted", "weighted_verdict"), ("calibrated", "calibrated_verdict")):
+        if kind == "raw" and parsed is not None:
+            out[kind] = {k: v for k, v in parsed.items() if k != "verdicts"}
+            continue
+        pairs = []
+        for m in matched:
+            v = (item_of(m) or {}).get(field_name)
+            if v in ("A", "B", "tie"):
+                pairs.append((m["truth"], str(v)))
+        if not pairs and kind in MISSING:
+            out[kind] = {"accuracy": None, "n": 0, "ci95": None, "kappa": None, "kappa_ci95": None, "kappa_n": 0,
+                         "missing": MISSING[kind]}
+            continue
+        scored, _ = _against_labels(pairs)
+        out[kind] = {**scored, "labels": len(pairs), "missing": None}
+    return out
 
 
 def judges_agreement(valid: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -228,6 +296,27 @@ def check_labels(save_path: Path) -> tuple[dict[str, Any], LabelFile]:
     return record, found
 
 
+def label_check_shown(log: Any, labels: list[Label] | None = None) -> dict[str, Any] | None:
+    """The verdict a person's labels give on a run's judge, for the places that say "Judge check:" (the
+    report, the viewer's runs list and run page) where no label-free check is stored: `agreement` on the
+    run log's labels, battles and answers, as `judge-check --labels` and the viewer's labels panel compute
+    it. `labels`: the labels as read now (the viewer keeps a run log while its results do not change, and
+    labels come after), else the log's. None when there are no labels, no battles, or too few labels for a
+    verdict (MIN_LABELS)."""
+    labels = list(getattr(log, "labels", None) or []) if labels is None else labels
+    if not labels or not getattr(log, "battles", None):
+        return None
+    rec = agreement(labels, log.battles, outputs_of(log.results), source="labels.jsonl")
+    if rec["trustworthy"] is None:
+        return None
+    a = rec["agreement"]
+    used = a["n"] + rec["label_ties_left_out"]
+    return {"trustworthy": rec["trustworthy"], "verdict_text": rec["verdict_text"], "source": "labels",
+            "labels": used, "accuracy": a["accuracy"], "n": a["n"], "kappa": a["kappa"],
+            "note": f"from your {used} labels with a judge verdict (labels.jsonl; eval.py judge-check --labels "
+                    "SAVE_PATH): no label-free check (judge_check.json) is stored"}
+
+
 def _judge_name(sig: Mapping[str, Any]) -> str:
     """A battle's judge as a person reads it: backend and model, or a panel and its judges'."""
     def one(s: Mapping[str, Any]) -> str:
@@ -261,10 +350,27 @@ def format_labels_report(record: dict[str, Any]) -> str:
             return "undefined"
         return f"{value:.3f}" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "") + f" {strength(value)}"
 
-    rows = [["panel (ties half)" if record.get("judges") else "judge (ties half)", fmt3(a["accuracy"]), ci_text(a["ci95"]),
-             a["n"], kap(a["kappa"], a["kappa_ci95"])]]
+    def kinds(who: str, block: dict[str, Any]) -> list[list[Any]]:
+        """The probability-weighted and position-calibrated rows under a parsed one; a kind the run lacks
+        says so on its line (records written before these were kept have none)."""
+        out = []
+        for kind in ("weighted", "calibrated"):
+            b = (block.get("verdicts") or {}).get(kind)
+            if b is None:
+                continue
+            if b.get("missing"):
+                out.append([f"{who}, {KINDS[kind]}", "-", "-", 0, "none: " + SHORT_MISSING[kind]])
+            else:
+                out.append([f"{who}, {KINDS[kind]}", fmt3(b["accuracy"]), ci_text(b["ci95"]), b["n"],
+                            kap(b["kappa"], b["kappa_ci95"])])
+        return out
+
+    who = "panel" if record.get("judges") else "judge"
+    rows = [[f"{who} (ties half)", fmt3(a["accuracy"]), ci_text(a["ci95"]), a["n"], kap(a["kappa"], a["kappa_ci95"])],
+            *kinds(who, a)]
     for name, j in (record.get("judges") or {}).items():
         rows.append([f"  judge {name}", fmt3(j["accuracy"]), ci_text(j["ci95"]), j["n"], kap(j["kappa"], j["kappa_ci95"])])
+        rows += kinds(f"  judge {name}", j)
     for name, b in record["baselines"].items():
         best = " (best rule)" if name == record.get("best_trivial_rule") else ""
         rows.append([RULE_WORDS.get(name, name) + best, fmt3(b["accuracy"]), ci_text(b["ci95"]), b["n"], kap(b.get("kappa"))])
@@ -275,7 +381,13 @@ def format_labels_report(record: dict[str, Any]) -> str:
     lines += ["", f"label ties {record['label_ties_left_out']} (in kappa, left out of agreement); judge ties "
                   f"{a['judge_ties']}, invalid {a['invalid']}; flip rate {fmt3(flip)}, P(first) {fmt3(first)}",
               "agreement: a judge tie counts half; kappa: every label with a valid verdict (A / B / tie), 95% "
-              "bootstrap interval (none below 10)", ""]
+              "bootstrap interval (none below 10)",
+              "probability-weighted: the sign of the mean over both orders of the judge's expected-score difference "
+              "(from its log-probabilities); position-calibrated: its preference with its lean to a position taken "
+              "out (fitted on the battle's own two orders, no labels); each over the labels whose item has one"]
+    missing = {KINDS[k]: b["missing"] for k, b in (a.get("verdicts") or {}).items() if b.get("missing")}
+    lines += [f"{kind}: {why}" for kind, why in missing.items()]
+    lines.append("")
     if record["trustworthy"] is None:
         lines.append(record["verdict_text"])
     else:

@@ -102,26 +102,42 @@ def verdict_detail(verdict_text: str) -> str:
     return verdict_text
 
 
-def judge_check_shown(data: RunLog) -> dict[str, Any] | None:
+def judge_check_shown(data: RunLog, labels: list[Any] | None = None) -> dict[str, Any] | None:
     """The judge check the report and the warnings speak of. A benchmark run's manifest names the stored
     check of its own judge (`judge_check` with a `scope`: it checked the judge with the project's prompts,
     not the benchmark's): that one, or None when that judge was never checked, whatever other judge
-    judge_check.json describes. Otherwise judge_check.json."""
+    judge_check.json describes. Otherwise judge_check.json. With neither, the verdict of the person's labels
+    (`labels_check`; `labels`: as read now, else the run log's), or None."""
     run = (data.manifest or {}).get("judge_check")
     if isinstance(run, dict) and run.get("scope"):
-        if not run.get("checked"):
-            return None
-        return {"trustworthy": run.get("trustworthy"), "verdict_text": run.get("verdict"), "scope": run["scope"],
-                "file": run.get("file"), "created": run.get("created")}
-    return data.judge_check
+        stored = {"trustworthy": run.get("trustworthy"), "verdict_text": run.get("verdict"), "scope": run["scope"],
+                  "file": run.get("file"), "created": run.get("created")} if run.get("checked") else None
+    else:
+        stored = data.judge_check
+    return stored if stored is not None else labels_check(data, labels)
 
 
-def judge_warnings(data: RunLog) -> list[str]:
+def labels_check(data: RunLog, labels: list[Any] | None = None) -> dict[str, Any] | None:
+    """Where no check is stored, the verdict of the person's labels on the run's battles
+    (`judgecheck.labels.label_check_shown`, with a "source": "labels" and a note saying so), so that no
+    page says "not checked" beside a label verdict; computed once per run log and set of labels."""
+    from ..judgecheck.labels import label_check_shown
+
+    labels = list(data.labels) if labels is None else list(labels)
+    key = tuple(repr(lab) for lab in labels)
+    cache = data.__dict__.setdefault("_labels_checks", {})
+    if key not in cache:
+        cache.clear()  # only the latest labels are asked for again
+        cache[key] = label_check_shown(data, labels)
+    return cache[key]
+
+
+def judge_warnings(data: RunLog, labels: list[Any] | None = None) -> list[str]:
     """Plain reasons not to trust the judge; empty when nothing is known to be wrong. A panel inherits
     its judges' warnings: each judge's own battle summary is read as a single judge's is (position bias,
     ties, invalid verdicts), the judge named, beside what the panel's own verdicts show."""
     out: list[str] = []
-    jc = judge_check_shown(data)
+    jc = judge_check_shown(data, labels)
     if jc is not None and jc.get("trustworthy") is False:
         out.append("judge check failed: " + (verdict_detail(str(jc.get("verdict_text") or ""))
                                              or "the judge is not trustworthy"))

@@ -102,7 +102,7 @@ class Header:
     categories: list[str] = field(default_factory=list)
     items: int | None = None
     judge: str | None = None
-    trust: dict[str, Any] | None = None  # {"trustworthy": bool | None, "verdict": str}
+    trust: dict[str, Any] | None = None  # {"trustworthy": bool | None, "verdict": str[, "source": "labels", "note"]}
     battles: bool = False
     labels: int = 0
     problems: list[str] = field(default_factory=list)
@@ -154,7 +154,27 @@ def read_header(save_path: Path) -> Header:
     folder = layout.battles_dir(save_path)  # whether there are battles: their names, not their content
     h.battles = folder.is_dir() and any(folder.glob("*__vs__*.json"))
     h.labels = len(read_labels(save_path).labels) if layout.labels_file(save_path).is_file() else 0
+    if (h.trust is None or h.trust.get("trustworthy") is None) and h.battles and h.labels:
+        # no check stored (the manifest may say "not checked"): the labels' verdict, as the run page says it
+        h.trust = labels_trust(save_path, h.problems) or h.trust
     return h
+
+
+def labels_trust(save_path: Path, problems: list[str]) -> dict[str, Any] | None:
+    """The verdict of the person's labels on the run's battles (`report.analysis.labels_check`, the one
+    the run page and the report show), for the runs list; None when they give none. The only place a
+    header reads the run's content: only a run with labels and no stored check pays for it."""
+    from ..report.analysis import labels_check
+
+    try:
+        check = labels_check(load_run(save_path))
+    except InputError as exc:
+        problems.append(str(exc))
+        return None
+    if check is None:
+        return None
+    return {"trustworthy": check["trustworthy"], "verdict": check["verdict_text"], "source": "labels",
+            "note": check["note"]}
 
 
 BASIS_KEYS = ("language", "category", "metric_options", "gpt_with_reference", "battle", "panel", "unieval",

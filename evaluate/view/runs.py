@@ -17,9 +17,10 @@ from .items import RunView, finite
 WORDS = {"A better": "worse", "B better": "better"}  # run A = the earlier run, B = the later one
 
 
-def headline(view: RunView) -> dict[str, Any]:
+def headline(view: RunView, labels: list[Any] | None = None) -> dict[str, Any]:
     """The run's headline as the report shows it: per pair the confirmatory verdicts and the battle,
-    then the judge, its check and the warnings against it."""
+    then the judge, its check and the warnings against it. `labels`: the labels as read now (the view is
+    kept while the results do not change; labels come after), for the labels' verdict where no check is stored."""
     data = view.data
     out = []
     for p in pairs(data):
@@ -45,12 +46,14 @@ def headline(view: RunView) -> dict[str, Any]:
             entry["battle"]["lc_win_rate"] = ctrl.get("lc_win_rate")
             entry["battle"]["lc_ci"] = ctrl.get("lc_ci")
         out.append(entry)
-    check = judge_check_shown(data)
+    check = judge_check_shown(data, labels)
     # the verdict without its leading "NOT trustworthy: ": the page says that word itself (it read twice)
+    # "source": "labels" where the verdict is the person's labels' (no check stored), its note saying so
     return {"pairs": out, "judge_check": {"trustworthy": check.get("trustworthy"),
-                                          "verdict": verdict_detail(str(check.get("verdict_text") or ""))}
+                                          "verdict": verdict_detail(str(check.get("verdict_text") or "")),
+                                          "source": check.get("source", "judge_check"), "note": check.get("note")}
             if check else None,
-            "warnings": judge_warnings(data), "problems": list(data.problems)}
+            "warnings": judge_warnings(data, labels), "problems": list(data.problems)}
 
 
 # --- runs of the same models over time ------------------------------------------------------------

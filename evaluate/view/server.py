@@ -185,7 +185,7 @@ class _Handler(_Layer):
                          "started": h.started, "finished": h.finished, "judge": h.judge,
                          "models": view.models, "categories": view.categories, "keys": view.keys,
                          "scales": view.scales, "list_key": view.list_key, "items": len(view.entries),
-                         "battles": [list(p) for p in view.battles], "headline": headline(view),
+                         "battles": [list(p) for p in view.battles], "headline": headline(view, cat.labels(rid)[1]),
                          "labels": self._labels_summary(rid, view), "report": data.has_report(h.path)})
 
     def api_items(self, query: dict[str, str]) -> None:

@@ -216,7 +216,8 @@
         if (r.trust && r.trust.verdict) {
           add(trust, el("span", r.trust.trustworthy === true ? "good" : r.trust.trustworthy === false ? "bad" : "muted",
                         r.trust.trustworthy === true ? "trustworthy" : r.trust.trustworthy === false ? "NOT trustworthy" : "not checked"));
-          trust.title = r.trust.verdict;
+          trust.title = r.trust.verdict + (r.trust.note ? " (" + r.trust.note + ")" : "");
+          if (r.trust.source === "labels") add(trust, el("span", "muted", " (your labels)"));
         } else add(trust, el("span", "muted", r.judge ? "not checked" : "–"));
         var name = add(el("td"), a(runHash(r.rid), r.name, "run-link"));
         if (r.problems && r.problems.length) add(name, el("div", "inv", r.problems.join("; ")));
@@ -399,7 +400,7 @@
     });
     var jc = h.judge_check;
     add(sec, add(el("p"), "Judge check: ", jc ? el("strong", jc.trustworthy ? "good" : "bad", jc.trustworthy ? "trustworthy" : "NOT trustworthy") : el("strong", null, "not checked"),
-                 jc ? el("span", "muted", " — " + (jc.verdict || "")) : el("span", "muted", info.judge ? " (label items below, then eval.py judge-check --labels SAVE_PATH)" : "")));
+                 jc ? el("span", "muted", " — " + (jc.verdict || "") + (jc.source === "labels" && jc.note ? " (" + jc.note + ")" : "")) : el("span", "muted", info.judge ? " (label items below, then eval.py judge-check --labels SAVE_PATH)" : "")));
     add(main, sec);
   }
 
