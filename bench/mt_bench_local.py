@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from evaluate.backends.pool import open_backend  # noqa: E402
 from evaluate.benchmarks.mt_bench.run import load_inputs, make_matches  # noqa: E402
 from evaluate.benchmarks.mt_bench.judge import judge_single  # noqa: E402
-from evaluate.commands.common import load_judge  # noqa: E402
+from evaluate.benchmarks.driver import load_judge  # noqa: E402
 from evaluate.commands.mt_bench import main as mt_bench_main  # noqa: E402
 from evaluate.benchmarks.mt_bench.judge_check import run_check  # noqa: E402
 from evaluate.report.page import write_report  # noqa: E402

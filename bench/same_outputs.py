@@ -24,6 +24,7 @@ progress lines come in the order the units finish). About 3 minutes on two busy 
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -178,7 +179,21 @@ def sha(text: str) -> str:
 
 
 def run_all(checkout: Path, quiet: bool = False) -> tuple[dict[str, str], dict[str, str], dict[str, float]]:
-    """Copy `checkout` to PLACE, run every step there: (key -> sha256, key -> masked text, step -> seconds)."""
+    """Copy `checkout` to PLACE, run every step there: (key -> sha256, key -> masked text, step -> seconds).
+    One instance at a time on a machine (PLACE and PORT are fixed): a second waits for the first."""
+    lock = open(Path(tempfile.gettempdir()) / "same-outputs.lock", "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print("  waiting for another bench/same_outputs.py run on this machine", flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        return _run_all(checkout, quiet)
+    finally:
+        lock.close()
+
+
+def _run_all(checkout: Path, quiet: bool) -> tuple[dict[str, str], dict[str, str], dict[str, float]]:
     shutil.rmtree(PLACE, ignore_errors=True)
     root = PLACE / "checkout"
     shutil.copytree(checkout, root, ignore=shutil.ignore_patterns(".git", ".venv*", ".cache", "results",

@@ -9,6 +9,8 @@ it as `eval.py summary SAVE --fail-under ...` does.
     run.comparisons()     # one row per pair, category and score: difference, interval, p, verdict
     run.battles()         # one dict per pair of models: wins, ties, losses, win rate, interval
     run.gate(fail_under=["F1=0.3"])   # [GateResult(...)], each .passed and .line()
+    bench = api.benchmark("mt-bench", data="...", answers=[...], judge_config="judge.yaml", mode="single",
+                          save_path="results/mt")   # BenchmarkRun: .code, .text, .run (its SavedRun)
 
     api.next_to_label("results/nb", 5, annotator="ana")   # the label queue's next items (dicts)
     api.add_labels("results/nb", [{"id": "3", "model_a": "a", "model_b": "b", "verdict": "A"}], annotator="ana")
@@ -20,16 +22,22 @@ line prints; nothing here prints or exits.
 
 from __future__ import annotations
 
+import argparse
 import copy
+import io
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from .core.errors import InputError
 from .core.io import read_structured
+from .core.registry import suggest
 from .ci.gates import GateResult, GateView, check_names, evaluate, needs_labels, parse_gates
 from .savepath.log import NoResults, RunLog, ScoreRow
 
-__all__ = ["ScoreRow", "SavedRun", "open_run", "run", "InputError", "corrected", "next_to_label", "add_labels"]
+__all__ = ["BenchmarkRun", "ScoreRow", "SavedRun", "benchmark", "open_run", "run", "InputError", "corrected",
+           "next_to_label", "add_labels"]
 
 
 def corrected(save_path: str | Path, *, level: float = 0.95) -> dict[str, Any]:
@@ -192,3 +200,79 @@ def run(config: str | Path | dict[str, Any], overrides: dict[str, Any] | None = 
     outcome = run_job(cfg, families=select_families(families, None), charts=charts, log=log,
                       attach_check=attach_to_run)
     return SavedRun(cfg.save_path)
+
+
+@dataclass
+class BenchmarkRun:
+    """A benchmark run from Python: the exit code `eval.py NAME` gives (0 done; 3 the judge failed on some
+    calls or nothing could be scored; a benchmark's own, e.g. MT-bench's failed judge check), what it
+    prints (its table, the judge check, the closing lines), and its save path opened (None after a dry
+    run, or when no run log was written)."""
+
+    code: int
+    text: str
+    run: SavedRun | None
+
+
+class _Flags(argparse.ArgumentParser):
+    """A benchmark's own flags, read from keyword arguments: a mistake raises InputError, never exits."""
+
+    def error(self, message: str) -> None:
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _argv(parser: argparse.ArgumentParser, name: str, options: dict[str, Any]) -> list[str]:
+    """Keyword arguments as the command line would hold them: `judge_config="j.yaml"` -> `--judge-config
+    j.yaml`, a list -> its values, True -> the bare flag, None or False -> left out."""
+    flags = {a.dest: a for a in parser._actions if a.option_strings and a.dest != "help"}
+    argv: list[str] = []
+    for key, value in options.items():
+        action = flags.get(key)
+        if action is None:
+            raise InputError(f'benchmark {name}: no option "{key}"{suggest(key, list(flags))} '
+                             f"(known: {', '.join(sorted(flags))})")
+        flag = next((o for o in action.option_strings if o.startswith("--")), action.option_strings[0])
+        if value is None or value is False:
+            continue
+        if value is True and action.nargs == 0:
+            argv.append(flag)
+        elif isinstance(value, (list, tuple)):
+            argv += [flag, *map(str, value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def benchmark(name: str, *, log: Callable[[str], None] = lambda s: None, **options: Any) -> BenchmarkRun:
+    """Run a registered benchmark (`mt-bench`, `alpaca-eval`, `arena-hard`, or one a package registers) as
+    `eval.py NAME` does, through the same driver (evaluate.benchmarks.driver). `options`: its flags by their
+    Python names (`data=`, `answers=[...]`, `judge_config=`, `mode=`, `save_path=`, `limit=`, `dry_run=True`,
+    ...; `eval.py NAME -h` lists them). What the command prints is returned as `text`; its stderr lines go
+    to `log`. Bad input (an unknown benchmark or option, a bad file) raises InputError before any judge call."""
+    from .benchmarks.benchmark import benchmarks
+    from .benchmarks.driver import run_benchmark
+
+    bench = benchmarks().get(name, "benchmark")()
+    parser = _Flags(prog=bench.name, allow_abbrev=False)
+    bench.add_arguments(parser)
+    generate = None
+    if bench.generates:
+        from .generation.benchmark_flag import add_generate_argument, generate_for_benchmark
+
+        add_generate_argument(parser)
+        generate = generate_for_benchmark
+    args = parser.parse_args(_argv(parser, bench.name, options))
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = run_benchmark(bench, args, generate=generate)
+    finally:
+        for line in err.getvalue().splitlines():
+            log(line)
+    saved = None
+    if not getattr(args, "dry_run", False):
+        try:
+            saved = SavedRun(args.save_path)
+        except InputError:  # nothing scored was written
+            saved = None
+    return BenchmarkRun(code, out.getvalue(), saved)

@@ -2,7 +2,7 @@
 
 A benchmark reads its own files, says which judge requests it still needs, judges them, computes its
 scores and the rows of its leaderboard, and leaves its files and the project's own outputs in the
-save path. One driver (`evaluate.commands.common.drive_benchmark`) runs any of them the same way:
+save path. One driver (`evaluate.benchmarks.driver.run_benchmark`) runs any of them the same way:
 flags, the judge (`--judge-config`'s `judge:` block, the one judge-cache rule, metered for the
 manifest), `--dry-run` (the requests counted and priced, nothing contacted), the table, the stored
 judge check of this judge, the manifest and report through `benchmarks.outputs.write_run`, and the exit

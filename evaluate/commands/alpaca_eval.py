@@ -2,7 +2,7 @@
 --judge-config C --save_path OUT [--limit N] [--seed S] [--dry-run]`
 
 AlpacaEval 2 as a registered benchmark (evaluate/benchmarks/alpaca_eval/outputs.py: AlpacaEval), run by the
-one benchmark driver (evaluate/commands/common.py: drive_benchmark). Writes
+one benchmark driver (evaluate/benchmarks/driver.py: run_benchmark). Writes
 OUT/<model>/<annotator>/annotations.json (AlpacaEval's results layout) with judge_run.json beside it,
 and OUT/judge_cache.sqlite; a re-run is answered from the cache.
 

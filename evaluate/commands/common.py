@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Callable, Sequence
 
-from ..backends.base import CHARS_PER_TOKEN, JudgeRequest, cost_usd, estimate_tokens
-from ..backends.cache_path import cache_file, relative_to
 from ..backends import vllm_server
-from ..backends.options import JudgeOptions
-from ..backends.preflight import check_model
 from ..core.errors import InputError
-from ..core.io import read_structured
-from ..core.options import parse_options
 from ..core.secrets import secret_values
 from ..core.version import SCRIPT, program
 
@@ -124,53 +117,22 @@ def parse_and_run(parser: argparse.ArgumentParser, argv: list[str],
     return guarded(lambda _: run(args), argv)
 
 
-def cost_line(requests: Sequence[JudgeRequest], price: dict[str, float]) -> str:
-    """A benchmark dry run's cost line: the most `requests` can cost at `price`."""
-    prompt, completion = estimate_tokens(requests)
-    return (f"cost: at most about ${cost_usd(prompt, completion, price):.2f} ({prompt:,} prompt tokens at "
-            f"{CHARS_PER_TOKEN} characters a token, {completion:,} completion tokens at max_tokens; calls already "
-            "in the cache cost nothing)")
-
-
-def load_judge(path: Path) -> JudgeOptions:
-    """The `judge:` block of a YAML/JSON file (a run config's works as it is), checked as a run checks it."""
-    raw = read_structured(path, "judge config")
-    if isinstance(raw, dict) and isinstance(raw.get("judge"), list):
-        raise InputError(f"{path}: judge: is a panel of {len(raw['judge'])} judges; the benchmark commands "
-                         "(mt-bench, alpaca-eval, arena-hard) take one judge: write judge: as one block "
-                         "(backend, model, base_url, ...), one benchmark run per judge; a panel is taken by "
-                         "eval.py run")
-    if not isinstance(raw, dict) or not isinstance(raw.get("judge"), dict):
-        raise InputError(f"{path}: expected a mapping with a judge: block (backend, model, base_url, ...)")
-    opts, problems = parse_options(JudgeOptions, raw["judge"], f"{path}: judge")
-    if not problems:
-        problems = [f"{path}: judge.{key}: {msg}" for key, msg in opts.problems()]
-    if problems:
-        raise InputError("; ".join(problems))
-    check_model(opts, [Path(path).resolve().parent], f"{path}: judge.model")
-    return opts
-
-
-def judge_cache(opts: JudgeOptions, save_path: Path, config: Path | None) -> Path | None:
-    """A benchmark's judge cache by the run's one rule (evaluate.backends.cache_path): `judge.cache`
-    relative to the file that holds the judge: block, else EVAL_JUDGE_CACHE, else OUT/judge_cache.sqlite."""
-    return cache_file(opts.cache, save_path, relative_to(config))
-
-
 def drive_benchmark(name: str, argv: list[str]) -> int:
-    """`eval.py NAME ...` for any registered benchmark (evaluate.benchmarks.benchmark): its flags, its files
-    read and checked, the dry run or the judge, its table, the judge check of this judge, its files and
-    the project's outputs (results, battles, summary.csv, report.html, manifest), the exit code."""
+    """`eval.py NAME ...` for any registered benchmark (evaluate.benchmarks.benchmark): its flags parsed here,
+    the rest by the one driver (evaluate.benchmarks.driver.run_benchmark), bad input on one line."""
     from ..benchmarks.benchmark import benchmarks
+    from ..benchmarks.driver import run_benchmark
 
     bench = benchmarks().get(name)()
     p = Parser(prog=f"eval.py {bench.name}", description=bench.description or bench.summary)
     bench.add_arguments(p)
+    generate = None
     if bench.generates:
-        from ..generation.benchmark_flag import add_generate_argument
+        from ..generation.benchmark_flag import add_generate_argument, generate_for_benchmark
 
         add_generate_argument(p)
-    return parse_and_run(p, argv, lambda args: _one_line(lambda: _run_benchmark(bench, args)))
+        generate = generate_for_benchmark
+    return parse_and_run(p, argv, lambda args: _one_line(lambda: run_benchmark(bench, args, generate=generate)))
 
 
 def _one_line(run: Callable[[], int]) -> int:
@@ -179,67 +141,3 @@ def _one_line(run: Callable[[], int]) -> int:
         return run()
     except InputError as exc:
         raise InputError(" ".join(str(exc).split("\n"))) from None
-
-
-def _run_benchmark(bench, args: argparse.Namespace) -> int:
-    from ..core.io import ensure_dir
-
-    bench.check(args)
-    opts = bench.judge_options(args, load_judge)
-    if bench.generates:
-        from ..generation.benchmark_flag import generate_for_benchmark
-
-        questions, answers_dir = bench.generation(args)
-        if (code := generate_for_benchmark(args, bench.generates, questions, answers_dir)):
-            return code
-    inputs = bench.read(args, opts)
-    requests = bench.requests(inputs)
-    if args.dry_run:
-        print(bench.dry_run_text(inputs, requests, opts), end="")
-        if opts.price and bench.dry_run_cost:
-            print(cost_line([r for rs in requests.values() for r in rs], opts.price))
-        return EXIT_OK
-    if (note := bench.notes(inputs, opts)):
-        print(note, file=sys.stderr)
-    cache = judge_cache(opts, args.save_path, bench.judge_file(args))
-    ensure_dir(args.save_path, "--save_path")
-    with bench.lock(args):
-        return _judge_and_write(bench, args, opts, inputs, cache)
-
-
-def _judge_and_write(bench, args: argparse.Namespace, opts: JudgeOptions, inputs, cache: Path | None) -> int:
-    from ..backends.pool import MeteredBackend, open_backend
-    from ..benchmarks import outputs as bo
-    from ..benchmarks.benchmark import ScoringFailed
-    from ..pipeline.savedir import SaveDir
-    from ..savepath.write import server_logs
-
-    log = lambda s: print(s, file=sys.stderr)  # noqa: E731
-    save = SaveDir(args.save_path, log=log)  # the run in progress: its id and start time
-    inner = open_backend(opts, cache, server_log=server_logs(args.save_path))
-    # what this run asked of the judge, for the manifest
-    backend = MeteredBackend(inner, opts.price) if bench.metered else inner
-    try:
-        judged = bench.judge(inputs, backend)
-        signature = backend.signature()
-        try:
-            scored = bench.scores(inputs, judged)
-        except ScoringFailed as exc:
-            print(f"exit 3: {exc}", file=sys.stderr)
-            return EXIT_RUN_ERRORS
-        print(scored.text, end="")
-        text, check_code = bench.check_judge(args, inputs, judged, backend, signature, log)
-        print(text, end="")
-    finally:
-        inner.close()
-    bench.save(save, inputs, judged, scored, signature)
-    run = bo.write_run(save, benchmark=bench.key, family=bench.family, judge_opts=opts, judge=signature,
-                       usage=backend.usage() if bench.metered else None,
-                       errors=[{"family": bench.family, "error": e} for e in scored.errors],
-                       charts=not getattr(args, "no_charts", False))  # the run's log, as written
-    report = (run.header.get("outputs_files") or {}).get("report")
-    print(bench.closing(run, Path(report) if report else None), end="")
-    if (line := bench.exit_line(run, scored)):
-        print(line, file=sys.stderr)
-        return EXIT_RUN_ERRORS
-    return check_code or EXIT_OK

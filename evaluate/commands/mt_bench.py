@@ -4,7 +4,7 @@ or `eval.py mt-bench --config C.yaml` (an `mt_bench:` block with the same keys, 
 a flag given beside it wins).
 
 MT-bench as a registered benchmark (evaluate/benchmarks/mt_bench/outputs.py: MTBench), run by the one
-benchmark driver (evaluate/commands/common.py: drive_benchmark).
+benchmark driver (evaluate/benchmarks/driver.py: run_benchmark).
 Exit codes: 0 done; 2 bad input (one `error:` line, no judge call made); 3 the judge failed on some
 calls (the rest is kept; run again to finish), every judgment is invalid, the judge check could not
 run, or an output was not written.
