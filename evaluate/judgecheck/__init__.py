@@ -41,5 +41,6 @@ from __future__ import annotations
 from .check import check_config, has_gpt_work  # noqa: F401
 from .corrupt import SanityPair, corrupt, sanity_pairs, split_sentences  # noqa: F401
 from .labelled import baselines, labelled_check, read_pairs, select_pairs  # noqa: F401
+from . import labels as _labels  # noqa: F401 (hands the report the labels' verdict: report.analysis.use_label_verdicts)
 from .rules import CORRUPTIONS, RULES, near_chance  # noqa: F401
 from .sanity import sanity_check  # noqa: F401

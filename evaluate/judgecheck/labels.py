@@ -31,6 +31,7 @@ from ..stats.battle import judge_bias
 from .labelled import baselines, decide
 from .report import table
 from .rules import RULES, _wilson
+from ..report.analysis import use_label_verdicts
 
 MIN_LABELS = 10  # labels with a judge verdict before agreement, kappa and a verdict are shown
 SWAP = {"A": "B", "B": "A"}
@@ -395,3 +396,6 @@ def format_labels_report(record: dict[str, Any]) -> str:
                      + record["verdict_text"].split(": ", 1)[1])
     lines.append("rules: " + RULES["labelled"])
     return "\n".join(lines)
+
+
+use_label_verdicts(label_check_shown)  # the report's "Judge check:" line falls back to the labels' verdict

@@ -57,7 +57,7 @@ def _kci(ci: Any) -> str:
 
 
 def format_report(record: dict[str, Any], labelled: dict | None, sanity: dict | None) -> str:
-    from ..report.analysis import verdict_detail  # one helper drops the verdict's leading "NOT trustworthy: "
+    from ..core.verdicts import verdict_detail  # one helper drops the verdict's leading "NOT trustworthy: "
 
     lines = [judge_line(record)]
     if labelled:

@@ -51,4 +51,3 @@ def near_chance(k: float, n: int) -> bool:
         return True
     ci = _wilson(k, n)
     return k / n < NEAR_CHANCE_POINT or ci[0] <= 0.5
-

@@ -6,9 +6,10 @@ Kept apart from the HTML so the closing summary of a run and the report never di
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from ..stats.family import CONFIRMATORY, EXPLORATORY, Decision
+from ..core.verdicts import verdict_detail  # noqa: F401 (the pages import it from here too)
 from ..savepath.log import RunLog
 
 # a judge whose battle verdicts look like this is flagged, whatever judge_check.json says
@@ -92,16 +93,6 @@ def confirmatory(row: dict[str, Any]) -> bool:
     return row.get("role") == CONFIRMATORY
 
 
-def verdict_detail(verdict_text: str) -> str:
-    """A judge check's verdict (judge_check.json `verdict_text`) without the "trustworthy: " / "NOT
-    trustworthy: " that `judgecheck.verdict_of` puts first, for places that say that word themselves
-    (the judge-check report, report.html, the judge warning)."""
-    for head in ("trustworthy: ", "NOT trustworthy: "):
-        if verdict_text.startswith(head):
-            return verdict_text[len(head):]
-    return verdict_text
-
-
 def judge_check_shown(data: RunLog, labels: list[Any] | None = None) -> dict[str, Any] | None:
     """The judge check the report and the warnings speak of. A benchmark run's manifest names the stored
     check of its own judge (`judge_check` with a `scope`: it checked the judge with the project's prompts,
@@ -117,18 +108,30 @@ def judge_check_shown(data: RunLog, labels: list[Any] | None = None) -> dict[str
     return stored if stored is not None else labels_check(data, labels)
 
 
+# The verdict of a person's labels is the judge check's to compute (`judgecheck.labels.label_check_shown`); the
+# report sits below the judge check (the run writes it), so the judge check hands its function in when it is
+# loaded (`evaluate.judgecheck` loads it with the package) rather than this module reaching up for it.
+_label_verdict: Callable[[Any, list[Any]], dict[str, Any] | None] | None = None
+
+
+def use_label_verdicts(fn: Callable[[Any, list[Any]], dict[str, Any] | None]) -> None:
+    """The function that gives a person's labels' verdict on a run's judge (called by `evaluate.judgecheck`)."""
+    global _label_verdict
+    _label_verdict = fn
+
+
 def labels_check(data: RunLog, labels: list[Any] | None = None) -> dict[str, Any] | None:
     """Where no check is stored, the verdict of the person's labels on the run's battles
     (`judgecheck.labels.label_check_shown`, with a "source": "labels" and a note saying so), so that no
     page says "not checked" beside a label verdict; computed once per run log and set of labels."""
-    from ..judgecheck.labels import label_check_shown
-
+    if _label_verdict is None:  # the judge check is not loaded: nothing to say of the labels here
+        return None
     labels = list(data.labels) if labels is None else list(labels)
     key = tuple(repr(lab) for lab in labels)
     cache = data.__dict__.setdefault("_labels_checks", {})
     if key not in cache:
         cache.clear()  # only the latest labels are asked for again
-        cache[key] = label_check_shown(data, labels)
+        cache[key] = _label_verdict(data, labels)
     return cache[key]
 
 

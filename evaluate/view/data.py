@@ -161,13 +161,13 @@ def read_header(save_path: Path) -> Header:
 
 
 def labels_trust(save_path: Path, problems: list[str]) -> dict[str, Any] | None:
-    """The verdict of the person's labels on the run's battles (`report.analysis.labels_check`, the one
-    the run page and the report show), for the runs list; None when they give none. The only place a
+    """The verdict of the person's labels on the run's battles (`judgecheck.labels.label_check_shown`, the one
+    the run page and the report show through `report.analysis.labels_check`), for the runs list; None when they give none. The only place a
     header reads the run's content: only a run with labels and no stored check pays for it."""
-    from ..report.analysis import labels_check
+    from ..judgecheck.labels import label_check_shown
 
     try:
-        check = labels_check(load_run(save_path))
+        check = label_check_shown(load_run(save_path))
     except InputError as exc:
         problems.append(str(exc))
         return None

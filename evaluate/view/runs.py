@@ -10,6 +10,7 @@ from itertools import combinations
 from typing import Any, Callable, Iterable
 
 from ..core.errors import InputError
+from ..judgecheck import labels as _labels  # noqa: F401 (loaded, it hands report.analysis the labels' verdict)
 from ..report.analysis import interval_label, judge_check_shown, judge_warnings, num, verdict_detail
 from ..report.page import pairs
 from .items import RunView, finite

@@ -260,7 +260,7 @@ def run_check(save_path: Any, backend: Backend, inputs: Inputs, matches: Sequenc
 
 def report_text(record: dict[str, Any]) -> str:
     """The check as a terminal reads it, 80 columns: one row per corruption, pooled last, then the verdict."""
-    from ...report.analysis import verdict_detail
+    from ...core.verdicts import verdict_detail
 
     sanity = record["sanity"]
     part = sanity["parts"][0]
