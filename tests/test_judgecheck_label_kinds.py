@@ -13,9 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from sklearn.metrics import cohen_kappa_score
@@ -27,12 +24,13 @@ try:
     from tests import report_fixtures as rf
     from tests import view_fixtures as vf
     from tests.fake_openai_server import FakeOpenAIServer, Reply
+    from tests.test_labels_corrected import eval_py
 except ImportError:
     import report_fixtures as rf
     import view_fixtures as vf
     from fake_openai_server import FakeOpenAIServer, Reply
+    from test_labels_corrected import eval_py
 
-REPO = Path(__file__).resolve().parents[1]
 CLOSED_QA = [r["instruction"] for r in json.loads((rf.EN / "answers_model_a.json").read_text()) if r["category"] == "closed_qa"]
 
 
@@ -53,13 +51,6 @@ def judge(rec) -> Reply:
                      top_logprobs=[lp(**{"9": 0.8, "8": 0.2}), {" ": 0.0}, lp(**{"2": 0.7, "3": 0.3})] if first_is_a
                      else [lp(**{"2": 0.7, "3": 0.3}), {" ": 0.0}, lp(**{"9": 0.8, "8": 0.2})])
     return rf.judge(rec)
-
-
-def eval_py(*argv: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "eval.py", *argv], cwd=REPO, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "NO_COLOR": "1", "PYTHONPATH": str(REPO)})
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    return proc
 
 
 @pytest.fixture(scope="module")

@@ -36,8 +36,8 @@ def world(tmp_path_factory):
     w["view"].stop()
 
 
-@pytest.fixture(scope="module")
-def driver():
+def open_chromium():
+    """Headless Chromium through Debian's chromedriver (the browser tests' one way to open it)."""
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
@@ -46,7 +46,12 @@ def driver():
                 "--no-first-run", "--window-size=1280,1000"):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+    return webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+
+
+@pytest.fixture(scope="module")
+def driver():
+    d = open_chromium()
     yield d
     d.quit()
 

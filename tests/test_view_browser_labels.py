@@ -19,11 +19,11 @@ from evaluate.savepath.labels import read_labels
 try:
     from tests import view_fixtures as vf
     from tests.fake_openai_server import FakeOpenAIServer
-    from tests.test_view_browser import CHROMEDRIVER, CHROMIUM, key, wait
+    from tests.test_view_browser import CHROMEDRIVER, CHROMIUM, key, open_chromium, wait
 except ImportError:
     import view_fixtures as vf
     from fake_openai_server import FakeOpenAIServer
-    from test_view_browser import CHROMEDRIVER, CHROMIUM, key, wait
+    from test_view_browser import CHROMEDRIVER, CHROMIUM, key, open_chromium, wait
 
 pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent (apt-get install chromium)"),
@@ -48,15 +48,7 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def driver():
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-extensions",
-                "--no-first-run", "--window-size=1280,1000"):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=opts)
+    d = open_chromium()
     yield d
     d.quit()
 
