@@ -253,3 +253,27 @@ def test_write_run_log_then_read_run_log_round_trips(tmp_path):
 def test_a_record_built_from_a_file_missing_a_required_key_says_which():
     with pytest.raises(ValueError, match="results: missing 'model'"):
         ModelResults.from_dict({"schema": "x"})
+
+
+def test_the_viewers_run_list_reads_headers_only(tmp_path, monkeypatch):
+    """The viewer's list of runs (view.catalog -> view.data.read_header) asks the run log for the header
+    alone: no result file is opened, even a broken one."""
+    from evaluate.savepath.log import RunLog
+    from evaluate.view import data
+
+    root = tmp_path / "run"
+    write_run_log(root, [Manifest.from_dict({"run_id": "20260101T000000Z-abc123", "status": "ok", "models": [
+        {"name": "m"}], "layout": layout.LAYOUT_VERSION})])
+    layout.results_dir(root).mkdir()
+    layout.results_file(root, "m").write_text("{ not json")  # a full read would name it
+    asked = []
+    real = RunLog.read.__func__
+
+    def read(cls, path, *, header_only=False):
+        asked.append(header_only)
+        return real(cls, path, header_only=header_only)
+
+    monkeypatch.setattr(RunLog, "read", classmethod(read))
+    head = data.read_header(root)
+    assert asked == [True] and head.run_id == "20260101T000000Z-abc123" and head.models == ["m"]
+    assert not any("results" in p for p in head.problems)
