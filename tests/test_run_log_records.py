@@ -125,13 +125,31 @@ def kind_of(rel: str) -> str | None:
         ("comparisons_csv" if name == "comparisons.csv" else "comparison" if first == "comparisons" else None)
 
 
+def benchmark_kind_of(rel: str) -> str | None:
+    """The record kind of a benchmark's own file or a generated answer file (None: a run's file)."""
+    parts = rel.split("/")
+    name = parts[-1]
+    if name.endswith(".sqlite"):  # the generation's cache of replies (SQLite, not a record)
+        return None
+    if name.endswith(".generation.json"):
+        return "generation"
+    if parts[0] in ("model_answer", "model_outputs"):
+        return "answers"
+    if parts[0] == "model_judgment":
+        return "mt_bench_judgments" if len(parts) == 2 else "arena_hard_judgments"
+    return {"mt_bench_summary.json": "mt_bench_summary", "leaderboard.csv": "arena_hard_leaderboard",
+            "annotations.json": "alpaca_eval_annotations", "judge_run.json": "alpaca_eval_judge_run"}.get(name)
+
+
 def validate_tree(root: Path) -> dict[str, int]:
     """Validate every file under `root` against its kind's schema; returns how many of each kind."""
-    kinds = record_kinds()
+    from evaluate.commands.schema import kinds as all_kinds
+
+    kinds = all_kinds()
     seen: dict[str, int] = {}
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         rel = path.relative_to(root).as_posix()
-        kind = kind_of(rel)
+        kind = benchmark_kind_of(rel) or kind_of(rel)
         if kind is None:
             assert rel.endswith(".sqlite") or rel.startswith("logs/"), f"{rel}: no record kind"
             continue
@@ -170,6 +188,35 @@ def test_every_kinds_schema_validates_what_a_real_run_writes(tmp_path, fake_open
         assert main(["--config", str(cfg), "--shard", f"{i}/2"]) == 0, capsys.readouterr().err
     assert main(["merge", str(tmp_path / "merged"), str(tmp_path / "sharded")]) == 0, capsys.readouterr().err
     assert validate_tree(tmp_path / "merged")["manifest"] >= 3  # its own, twice, and each shard's run
+
+
+def test_every_benchmarks_schemas_validate_what_it_writes(fake_openai, tmp_path, capsys):
+    """MT-bench, Arena-Hard and AlpacaEval, each with a generated model (its answer file and manifest)."""
+    from evaluate.commands.alpaca_eval import main as alpaca
+    from evaluate.commands.arena_hard import main as arena
+    from evaluate.commands.mt_bench import main as mt_bench
+
+    gen = sp.gen
+    gen.need(gen.MT / "question.jsonl", gen.AH / "question.jsonl", gen.AH.parent / "judge_prompt_v0.1.json",
+             gen.AE / "model_outputs" / "gpt4_1106_preview.json",
+             gen.AE / "evaluators_configs" / "weighted_alpaca_eval_gpt4_turbo")
+    fake_openai.reply_fn = gen.judge_or_model
+    judge, model = gen.judge_config(tmp_path, fake_openai), gen.model_config(tmp_path, fake_openai)
+    assert mt_bench(["--data", str(gen.MT), "--judge-config", str(judge), "--mode", "single", "--save_path",
+                     str(tmp_path / "mt"), "--limit", "1", "--generate", f"mine={model}"]) == 0, capsys.readouterr().err
+    seen = validate_tree(tmp_path / "mt")
+    assert {"mt_bench_summary", "mt_bench_judgments", "answers", "generation", "results", "manifest"} <= set(seen)
+    assert arena(["--bench", str(gen.AH), "--judge-config", str(judge), "--judge-prompt",
+                  str(gen.AH.parent / "judge_prompt_v0.1.json"), "--limit", "3", "--save_path", str(tmp_path / "ah"),
+                  "--generate", f"mine={model}"]) == 0, capsys.readouterr().err
+    seen = validate_tree(tmp_path / "ah")
+    assert {"arena_hard_judgments", "arena_hard_leaderboard", "answers", "battle"} <= set(seen), seen
+    assert alpaca(["--reference-outputs", str(gen.AE / "model_outputs" / "gpt4_1106_preview.json"),
+                   "--evaluator-config", str(gen.AE / "evaluators_configs" / "weighted_alpaca_eval_gpt4_turbo"),
+                   "--judge-config", str(judge), "--save_path", str(tmp_path / "ae"), "--limit", "3",
+                   "--generate", f"mine={model}"]) == 0, capsys.readouterr().err
+    seen = validate_tree(tmp_path / "ae")
+    assert {"alpaca_eval_annotations", "alpaca_eval_judge_run", "answers", "generation"} <= set(seen), seen
 
 
 def test_a_schema_refuses_a_file_that_does_not_fit():

@@ -228,7 +228,9 @@ class Battle(Record):
     """battles/<a>__vs__<b>.json: two models' battle, its games and its summary."""
 
     kind: ClassVar[str] = "battle"
-    summary: dict[str, Any]
+    summary: dict[str, Any]  # model_a, model_b, wins / ties / losses of model_a, invalid, win_rate and its interval
+    signature: dict[str, Any] | None = None  # how the verdicts were made (judge, prompt, orders)
+    items: list[dict[str, Any]] = field(default_factory=list)  # each item's verdicts
     stem: str = field(default="", metadata=PATH_ONLY)
 
     def paths(self, root: Path) -> list[Path]:
@@ -243,6 +245,7 @@ class Ranking(Record):
 
     kind: ClassVar[str] = "ranking"
     schema: str
+    n_items: int | None = None
 
     def paths(self, root: Path) -> list[Path]:
         return [ranking_file(root)]
