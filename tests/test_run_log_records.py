@@ -172,6 +172,13 @@ def test_every_kinds_schema_validates_what_a_real_run_writes(tmp_path, fake_open
     assert {"results", "battle", "comparison", "comparisons_csv", "summary_csv", "manifest", "judge_check", "chart",
             "report"} <= set(seen), seen
     assert seen["results"] == 2 and seen["manifest"] == 2  # manifest.json and runs/<id>.json
+    # the log read back, as records, written elsewhere: every file the same bytes as the run wrote
+    out, again = tmp_path / "out", tmp_path / "again"
+    written = write_run_log(again, read_run_log(out).records())
+    assert {p.relative_to(again).parts[0] for p in written} >= {"results", "battles", "comparisons", "runs",
+                                                                "judge_checks", "manifest.json", "judge_check.json"}
+    for p in written:
+        assert p.read_bytes() == (out / p.relative_to(again)).read_bytes(), p.relative_to(again)
 
     fake_openai.reply_fn = sp._sage
     monkeypatch.setenv("SAGE_KEY", "x")

@@ -37,7 +37,8 @@ from .write import append_text, write_bytes
 from .manifest import model_names
 from .read import (Unreadable, chart_files, read_battles, read_comparisons, read_judge_check, read_labels,
                    read_manifest, read_results, read_sageval)
-from .records import Record
+from .records import (Battle, Comparison, JudgeCheck, Manifest, ModelResults, Ranking, Record,
+                      SagevalSummary)
 
 
 class NoResults(Exception):
@@ -104,6 +105,18 @@ class RunLog:
         problems.extend(manifest_problems)
         log.charts = chart_files(path)
         return log
+
+    def records(self) -> list[Record]:
+        """The log as the records `write_run_log` takes (results, battles, ranking, comparisons, the judge
+        check, SAGEval's summaries, the manifest): written again, each file has the bytes it was read from."""
+        out: list[Record] = [ModelResults.from_dict(r) for r in self.results]
+        out += [Battle.from_dict(b) for b in self.battles]
+        out += [Ranking.from_dict(self.ranking)] if self.ranking else []
+        out += [Comparison.from_dict(c) for c in self.comparisons]
+        out += [JudgeCheck.from_dict(self.judge_check)] if self.judge_check else []
+        out += [SagevalSummary.from_dict(d, name=m) for m, d in self.sageval.items()]
+        out += [Manifest.from_dict(self.manifest)] if self.manifest else []
+        return out
 
     def full(self: L) -> L:
         """This run's whole log (itself when it is one already)."""
