@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "arena-hard": ("evaluate.commands.arena_hard", "judge model answers by Arena-Hard's protocol"),
     "mt-bench": ("evaluate.commands.mt_bench", "MT-bench from FastChat's files and judge prompts"),
     "generate": ("evaluate.commands.generate", "ask a model the questions of a file; write its answers in that format"),
+    "schema": ("evaluate.commands.schema", "print the JSON Schema of each file a save path holds"),
     "track": ("evaluate.commands.track", "send a finished run to MLflow or Weights & Biases"),
 }
 

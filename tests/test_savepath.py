@@ -343,10 +343,10 @@ def test_alpaca_eval_is_written_by_the_save_path_package(fake_openai, tmp_path, 
 
 # ---------------------------------------------------------------- a benchmark lives in one package
 BENCHMARK_MODULES = {
-    "mt_bench": {"__init__", "config", "data", "files", "formats", "judge", "judge_check", "outputs", "run", "stats",
-                 "text"},
-    "alpaca_eval": {"__init__", "formats", "judge", "leaderboard", "outputs"},
-    "arena_hard": {"__init__", "files", "formats", "outputs", "run", "scores"},
+    "mt_bench": {"__init__", "config", "data", "files", "formats", "judge", "judge_check", "outputs", "records",
+                 "run", "stats", "text"},
+    "alpaca_eval": {"__init__", "formats", "judge", "leaderboard", "outputs", "records"},
+    "arena_hard": {"__init__", "files", "formats", "outputs", "records", "run", "scores"},
 }
 
 
@@ -380,6 +380,7 @@ WRITERS_ELSEWHERE = {
     "evaluate/models/load.py": "downloads into the model cache",
     "evaluate/backends/speed.py": "the model cache's record of a local judge's measured speed",
     "evaluate/judgecheck/check.py": "judge-check --output FILE, a path the user names",
+    "evaluate/commands/judgecheck.py": "judge-check --labels --output FILE, a path the user names",
     "evaluate/pipeline/collect.py": "--export-requests FILE.jsonl, a path the user names",
     "evaluate/commands/compare.py": "compare --out FILE",
     "evaluate/commands/metaeval.py": "meta-eval --output FILE",

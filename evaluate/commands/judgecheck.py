@@ -68,7 +68,7 @@ def labels_main(args) -> int:
     import sys
 
     from ..judgecheck.labels import check_labels, format_labels_report
-    from ..savepath.write import write_json
+    from ..core.io import atomic_write_json  # --output: a path the user names, not a save path's file
 
     given = [f"--{name}" for name in ("config", "data", "limit") if getattr(args, name) is not None]
     if given:
@@ -82,7 +82,7 @@ def labels_main(args) -> int:
             print(f"warning: {problem}", file=sys.stderr)
         print(json.dumps(result, ensure_ascii=False, indent=2))
         if args.output:
-            write_json(Path(args.output), result)
+            atomic_write_json(Path(args.output), result)
         return 0
     record, found = check_labels(Path(args.labels))
     for problem in found.problems:
@@ -92,5 +92,5 @@ def labels_main(args) -> int:
     record["corrected"] = result
     print("\n" + format_corrected(result), flush=True)
     if args.output:
-        write_json(Path(args.output), record)
+        atomic_write_json(Path(args.output), record)
     return 0

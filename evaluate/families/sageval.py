@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass
 
 from ..core.errors import InputError
 from ..savepath.layout import sageval_file
-from ..savepath.write import write_json
+from ..savepath.log import write_run_log
+from ..savepath.records import SagevalSummary
 from ..core.options import option
 from .base import Family, FamilyOutput, register_family
 
@@ -84,7 +85,7 @@ class SAGEvalFamily(Family):
             summaries[model] = mine = dict(sorted(mine.items(), key=lambda kv: order.index(kv[0])
                                                   if kv[0] in order else len(order)))
             if ctx.save_path is not None:  # written after each category, so an interrupted run keeps it
-                write_json(sageval_file(ctx.save_path, model), {"model": model, "by_category": mine})
+                write_run_log(ctx.save_path, [SagevalSummary(model=model, by_category=mine)])
         keys = {k for it in result.items for k in (*it.scores.scores, *it.scores.invalid)}
         return FamilyOutput(items=[it.scores for it in result.items],
                             signatures={k: {**result.signature, "score": k} for k in keys})

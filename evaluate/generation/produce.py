@@ -20,7 +20,9 @@ from ..backends.base import cost_usd
 from ..backends.registry import capabilities
 from ..savepath.layout import answers_manifest_file, generate_cache_file
 from ..savepath.manifest import iso, model_entry, new_manifest
-from ..savepath.write import server_logs, write_json, write_text
+from ..savepath.log import write_run_log
+from ..savepath.records import GeneratedAnswers, GenerationManifest
+from ..savepath.write import server_logs
 from ..core.io import check_output_file
 from ..core.secrets import scrub_url
 from .engine import TEMPLATE, Answers, Estimate, answer_all, estimate
@@ -47,8 +49,7 @@ def cache_path(opts: Any, out: Path) -> Path | None:
 
 def write_answer_file(path: Path, text: str) -> None:
     """The one place a generated answer file is written (atomically: a killed run never leaves half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_text(path, text)
+    write_run_log(Path(path).parent, [GeneratedAnswers(text=text, name=Path(path).name)])
 
 
 @dataclass
@@ -189,7 +190,8 @@ def generate_answers(qf: QuestionFile, opts: Any, out: Path, *, name: str, dry_r
     if opts.price and usage.get("cost_usd") is None:
         usage["cost_usd"] = round(cost_usd(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
                                            opts.price), 6)
-    write_json(sidecar_path(out), generation_manifest(report, qf, jopts, begun, seconds, usage))
+    write_run_log(Path(out).parent, [GenerationManifest.from_dict(generation_manifest(report, qf, jopts, begun,
+                                                                                       seconds, usage))])
     return report
 
 

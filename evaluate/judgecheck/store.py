@@ -17,7 +17,9 @@ from typing import Any, Callable
 
 from ..backends.cache import VOLATILE_FIELDS
 from ..core.numbers import ci_text, fmt3, pct
-from ..savepath import layout, read, write
+from ..savepath import layout, read
+from ..savepath.log import write_run_log
+from ..savepath.records import JudgeCheck
 from ..savepath.manifest import iso
 
 
@@ -138,15 +140,13 @@ def _labelled_head(sec: dict[str, Any]) -> str:
 
 def save_check(save_path: Path, key: str, judge: dict, prompts: dict, labelled: dict | None,
                sanity: dict | None) -> tuple[dict[str, Any], Path]:
-    path = layout.judge_check_file(save_path, key)
     old = read.read_stored_check(save_path, key) or {}
     record = {"schema": "llm-eval-judge-check/1", "key": key, "judge": judge, "prompts": prompts,
               "labelled": labelled if labelled is not None else old.get("labelled"),
               "sanity": sanity if sanity is not None else old.get("sanity")}
     record["trustworthy"], record["verdict_text"] = verdict_of(record)
     record["created"] = iso()
-    write.write_json(path, record)
-    write.write_json(layout.judge_check_file(save_path), record)
+    path = write_run_log(save_path, [JudgeCheck.from_dict(record)])[0]  # the store's file, then the last check
     return record, path
 
 

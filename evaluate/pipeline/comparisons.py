@@ -24,17 +24,15 @@ comparable", names both signatures (`signature_a`, `signature_b`) and has no tes
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from ..core.io import clean_json
-from ..savepath import layout, read, write
-from ..savepath.log import RunLog
+from ..savepath import layout, read
+from ..savepath import records as log_records
+from ..savepath.log import RunLog, write_run_log
 from ..stats.family import ALL, EXPLORATORY, RowInput, decide_pair, default_primary, family_method
 from ..stats.scales import pass_fail, score_scale
 from .results import same_signature, signature_diff
@@ -44,9 +42,7 @@ ALPHA, POWER = 0.05, 0.8
 ROW_FIELDS = ("category", "score", "role", "signature", "scale", "n", "dropped", "mean_a", "mean_b", "diff",
               "interval", "level", "simultaneous", "interval_note", "p", "p_adj", "m", "test", "detectable",
               "effect_size", "verdict", "better")
-CSV_FIELDS = ("model_a", "model_b", "category", "score", "role", "scale_low", "scale_high", "n", "dropped", "mean_a",
-              "mean_b", "diff", "interval_low", "interval_high", "level", "simultaneous", "interval_note", "p",
-              "p_adj", "m", "test", "detectable", "effect_size", "verdict", "better")
+CSV_FIELDS = log_records.COMPARISON_FIELDS
 NOT_COMPARABLE = "not comparable: the two models' scores were made differently (signatures differ)"
 
 
@@ -177,19 +173,17 @@ def configured_primary(save_path: Path) -> list[str] | None:
     return [str(k) for k in value] if isinstance(value, list) and value else None
 
 
-def _csv_text(comparisons: dict[tuple[str, str], dict[str, Any]]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
+def csv_rows(comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+    """comparisons.csv's lines: one per pair, category and score (scale and interval as two cells each)."""
+    out = []
     for (a, b), comp in comparisons.items():
         for row in comp["rows"]:
             scale = row["scale"] or [None, None]
             ci = row["interval"] or [None, None]
-            line = {"model_a": a, "model_b": b, "scale_low": scale[0], "scale_high": scale[1], "interval_low": ci[0],
-                    "interval_high": ci[1], **{k: row[k] for k in CSV_FIELDS if k in row}}
-            writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else ("" if v is None else v))
-                             for k, v in clean_json(line).items()})
-    return buf.getvalue()
+            out.append(clean_json({"model_a": a, "model_b": b, "scale_low": scale[0], "scale_high": scale[1],
+                                   "interval_low": ci[0], "interval_high": ci[1],
+                                   **{k: row[k] for k in CSV_FIELDS if k in row}}))
+    return out
 
 
 def not_comparable(comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
@@ -207,11 +201,10 @@ def not_comparable(comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[s
 
 def write_comparison_files(save_path: Path, comparisons: dict[tuple[str, str], dict[str, Any]]) -> list[Path]:
     """comparisons/<a>__vs__<b>.json and comparisons.csv."""
-    written = [write.write_json(layout.comparison_file(save_path, a, b), comp)
-               for (a, b), comp in comparisons.items()]
+    files: list[log_records.Record] = [log_records.Comparison.from_dict(comp) for comp in comparisons.values()]
     if comparisons:
-        written.append(write.write_text(layout.comparisons_csv(save_path), _csv_text(comparisons)))
-    return written
+        files.append(log_records.ComparisonsCsv(rows=csv_rows(comparisons)))
+    return write_run_log(save_path, files)
 
 
 def write_comparisons(save_path: Path, results: list[dict[str, Any]] | None = None, *,

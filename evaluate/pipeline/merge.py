@@ -29,8 +29,10 @@ from typing import Any, Callable
 
 from ..core.errors import InputError
 from ..core.io import clean_json
-from ..savepath import layout, read, write
+from ..savepath import layout, read
+from ..savepath.log import write_run_log
 from ..savepath.manifest import iso, model_entry, new_manifest, new_run_id
+from ..savepath.records import ManifestCopy, SagevalSummary
 from .outputs import write_outputs
 from .results import ModelResults, load_all
 from .savedir import SaveDir
@@ -326,7 +328,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
                 entry["shards"][str(d)] = data
         for fname, entry in by_model.items():
             entry["note"] = "per-shard SAGEval summaries (categories split across shards are not recomputed)"
-            write.write_json(layout.sageval_file(out, Path(fname).stem), entry)
+            write_run_log(out, [SagevalSummary.from_dict(entry, name=Path(fname).stem)])
         notes.append("sageval summaries kept per shard")
 
     # ---------------------------------------------------------------- caches and manifests
@@ -334,7 +336,7 @@ def merge(out: Path, dirs: list[Path], *, charts: bool = True, force: bool = Fal
     cache_rows = _merge_cache(out, caches) if caches else 0
     for d in dirs:  # every shard's run manifests, byte for byte
         for p in read.run_manifest_files(d):
-            write.copy_file(p, layout.run_manifest_file(out, p.stem))
+            write_run_log(out, [ManifestCopy(source=p)])
     errors = [dict(e, shard=str(d)) for d, m in zip(dirs, manifests) for e in m.get("errors", [])]
     manifest = new_manifest(
         run_id=save.run_id,

@@ -10,7 +10,6 @@ text and the score's signature are unchanged.
 
 from __future__ import annotations
 
-import csv
 import functools
 import json
 import math
@@ -21,7 +20,9 @@ from typing import Any, Iterable
 from ..core.errors import InputError
 from ..core.io import clean_json, sha256_text
 from ..core.records import Record
-from ..savepath import layout, read, write
+from ..savepath import layout, read
+from ..savepath import records as log_records
+from ..savepath.log import write_run_log
 from ..stats.panel import items_rating_agreement
 from ..stats.scales import pass_fail, score_scale
 from ..core.scores import ItemScores
@@ -344,8 +345,7 @@ def load_all(save_path: Path, unreadable: list[read.Unreadable] | None = None) -
     return out
 
 
-CSV_FIELDS = ("model", "category", "family", "metric", "mean", "std", "ci95_low", "ci95_high", "n", "invalid",
-              "corpus")
+CSV_FIELDS = log_records.SUMMARY_FIELDS
 
 
 def summary_rows(results: list[ModelResults]) -> list[dict[str, Any]]:
@@ -364,12 +364,4 @@ def summary_rows(results: list[ModelResults]) -> list[dict[str, Any]]:
 
 
 def write_summary_csv(save_path: Path, results: list[ModelResults]) -> Path:
-    path = layout.summary_csv(save_path)
-    import io
-
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    for row in summary_rows(results):
-        writer.writerow({k: (f"{v:.6g}" if isinstance(v, float) else v) for k, v in row.items()})
-    return write.write_text(path, buf.getvalue())
+    return write_run_log(save_path, [log_records.SummaryCsv(rows=summary_rows(results))])[0]

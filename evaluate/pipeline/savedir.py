@@ -19,8 +19,10 @@ from typing import Any, Callable, Iterable
 
 from ..core.records import Record
 from ..core.scores import ItemScores
-from ..savepath import layout, read, write
+from ..savepath import layout, read
+from ..savepath import records as log_records
 from ..savepath.layout import pair_stem as battle_stem
+from ..savepath.log import write_run_log
 from ..savepath.manifest import iso, new_run_id, stamp_layout
 from .results import ModelResults, signature_diff
 
@@ -140,25 +142,25 @@ class SaveDir:
         return self._dicts[1]
 
     # ------------------------------------------------------------------ writing
-    def _write(self, path: Path, data: Any) -> Path:
-        write.write_json(path, data)
-        self.writes[str(path)] = self.writes.get(str(path), 0) + 1
-        return path
+    def _write(self, record: log_records.Record) -> Path:
+        paths = write_run_log(self.path, [record])
+        for path in paths:
+            self.writes[str(path)] = self.writes.get(str(path), 0) + 1
+        return paths[0]
 
     def write(self, run_id: str | None = None) -> dict[str, list[str]]:
         """Every result file, battle and the ranking, once. Returns the paths written."""
         files: dict[str, list[str]] = {"results": [], "battles": []}
         for res, data in zip(self.results(), self.result_dicts(run_id)):
             res.runs = data["runs"]
-            files["results"].append(str(self._write(layout.results_file(self.path, res.model), data)))
+            files["results"].append(str(self._write(log_records.ModelResults.from_dict(data))))
         for stem, data in self.battles.items():
-            files["battles"].append(str(self._write(layout.battle_file(self.path, stem), data)))
+            files["battles"].append(str(self._write(log_records.Battle.from_dict(data, stem=stem))))
         if self.ranking is not None:
-            files["ranking"] = [str(self._write(layout.ranking_file(self.path), self.ranking))]
+            files["ranking"] = [str(self._write(log_records.Ranking.from_dict(self.ranking)))]
         return files
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         """manifest.json and runs/<run_id>.json, stamped with the layout version."""
         stamp_layout(manifest)
-        self._write(layout.manifest_file(self.path), manifest)
-        self._write(layout.run_manifest_file(self.path, manifest["run_id"]), manifest)
+        self._write(log_records.Manifest.from_dict(manifest))

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..savepath.layout import chart_file
 from ..savepath.read import battle_files as read_battle_files
-from ..savepath.write import write_figure
+from ..savepath.log import write_run_log
+from ..savepath.records import Chart
 from ..stats.scales import score_scale
 
 if TYPE_CHECKING:  # the run's results, read for their signatures and aggregates: the report sits below the run
@@ -138,7 +139,7 @@ def _bars(plt, path: Path, family: str, category: str, by_name: dict, models: li
     ax.legend(title="model", fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    write_figure(path, fig)
+    write_run_log(path.parent, [Chart(figure=fig, file=Path(path.name))])
     plt.close(fig)
     return path
 
@@ -166,7 +167,7 @@ def _overview(plt, path: Path, family: str, cats: dict, models: list[str], scale
     ax.set_title(f"{family}: mean per category and score ({scale_label(scale)}); darker = better in its row",
                  fontsize=9, pad=24)
     fig.tight_layout()
-    write_figure(path, fig)
+    write_run_log(path.parent, [Chart(figure=fig, file=Path(path.name))])
     plt.close(fig)
     return path
 
@@ -232,6 +233,6 @@ def _battle_chart(save_path: Path, stem: str, s: dict, cats: dict) -> Path:
     fig.legend(handles, labels, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, 0.93), ncol=4)
     fig.tight_layout(rect=(0, 0, 1, 0.86))
     path = chart_file(save_path, "GPT", f"battle_{stem}")
-    write_figure(path, fig)
+    write_run_log(path.parent, [Chart(figure=fig, file=Path(path.name))])
     plt.close(fig)
     return path

@@ -34,10 +34,9 @@ from .analysis import (
     verdict_detail,
 )
 from ..savepath.labels import read_corrected
-from ..savepath.layout import report_file
 from ..savepath.manifest import iso
-from ..savepath.write import write_text
-from ..savepath.log import RunLog, read_run_log
+from ..savepath.log import RunLog, read_run_log, write_run_log
+from ..savepath.records import Report
 
 TEMPLATES = Path(__file__).with_name("templates")
 MAX_TEXT = 4000  # judge replies, reasons and detail strings longer than this are cut in the browser data
@@ -50,8 +49,8 @@ def write_report(save_path: Path, out: Path | None = None, *, data: RunLog | Non
     if data is None:
         data = read_run_log(save_path)
     html = render(data)
-    target = Path(out) if out is not None else report_file(save_path)
-    return write_text(target, html)  # atomic, readable by all (umask): a report is for sharing
+    # atomic, readable by all (umask): a report is for sharing
+    return write_run_log(save_path, [Report(html=html, file=None if out is None else Path(out))])[0]
 
 
 def render(data: RunLog) -> str:

@@ -27,11 +27,12 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Union
+from typing import Any, ClassVar, Iterable, Union
 
 from ..core.clock import iso
 from .layout import corrected_file, label_queue_file, labels_file
-from .write import write_json
+from .records import Corrected, JsonLines, register_record, stamp_schema
+from .write import write_bytes
 
 LABEL_SCHEMA = "llm-eval-label/2"
 READ_SCHEMAS = ("llm-eval-label/1", LABEL_SCHEMA)
@@ -366,7 +367,27 @@ def record_handed(root: Path, queue: QueueState, draws: Iterable[int], annotator
 
 def write_corrected(root: Path, result: dict[str, Any]) -> Path:
     """The label-corrected estimates (`judgecheck.corrected`), rewritten whenever labels change."""
-    return write_json(corrected_file(root), result)
+    record = Corrected.from_dict(result)
+    return write_bytes(record.path(root), record.to_bytes())
+
+
+@register_record
+@dataclass
+class LabelLines(JsonLines):
+    """labels.jsonl: a person's verdicts (battle) and scores (rating), one JSON line each (appended by
+    `append_labels` under a lock, each label checked first)."""
+
+    kind: ClassVar[str] = "labels"
+    APPEND: ClassVar[bool] = True
+
+    def paths(self, root: Path) -> list[Path]:
+        return [labels_file(root)]
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        from pydantic import TypeAdapter
+
+        return stamp_schema(cls, TypeAdapter(list[AnyLabel]).json_schema())
 
 
 def read_corrected(root: Path) -> dict[str, Any] | None:

@@ -17,6 +17,9 @@ full read of a save path with none raises NoResults); a result file that cannot 
 dropped silently (`unreadable`, each naming the file and why); any other file that cannot be read is a
 line in `problems`, so a half-finished or older save path still reads.
 
+Every file enters a save path through `write_run_log(root, records)`: each a typed record of
+`savepath.records` (its path and bytes declared there), never a path and a dict.
+
 A run in progress is held and written by `evaluate.pipeline.savedir.SaveDir` (the writer: results in
 memory, aggregated once), through this package's writer; its outputs build the finished run's RunLog
 from memory (`evaluate.pipeline.outputs`) rather than reading the files back.
@@ -27,12 +30,15 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Iterable, TypeVar
 
 from .layout import LayoutError, layout_of, manifest_file, results_dir
+from .write import append_text, write_bytes
 from .manifest import model_names
 from .read import (Unreadable, chart_files, read_battles, read_comparisons, read_judge_check, read_labels,
                    read_manifest, read_results, read_sageval)
+from .records import (Battle, Comparison, JudgeCheck, Manifest, ModelResults, Ranking, Record,
+                      SagevalSummary)
 
 
 class NoResults(Exception):
@@ -99,6 +105,18 @@ class RunLog:
         problems.extend(manifest_problems)
         log.charts = chart_files(path)
         return log
+
+    def records(self) -> list[Record]:
+        """The log as the records `write_run_log` takes (results, battles, ranking, comparisons, the judge
+        check, SAGEval's summaries, the manifest): written again, each file has the bytes it was read from."""
+        out: list[Record] = [ModelResults.from_dict(r) for r in self.results]
+        out += [Battle.from_dict(b) for b in self.battles]
+        out += [Ranking.from_dict(self.ranking)] if self.ranking else []
+        out += [Comparison.from_dict(c) for c in self.comparisons]
+        out += [JudgeCheck.from_dict(self.judge_check)] if self.judge_check else []
+        out += [SagevalSummary.from_dict(d, name=m) for m, d in self.sageval.items()]
+        out += [Manifest.from_dict(self.manifest)] if self.manifest else []
+        return out
 
     def full(self: L) -> L:
         """This run's whole log (itself when it is one already)."""
@@ -235,9 +253,25 @@ class RunLog:
         return [dict(b.get("summary") or {}) for b in self.battles]
 
 
-def read_run_log(path: str | Path) -> RunLog:
-    """Everything a save path holds (RunLog.read)."""
-    return RunLog.read(path)
+def read_run_log(path: str | Path, *, header_only: bool = False) -> RunLog:
+    """Everything a save path holds (RunLog.read), or its manifest alone with `header_only` (a list of runs)."""
+    return RunLog.read(path, header_only=header_only)
+
+
+def write_run_log(root: str | Path, records: Iterable[Record]) -> list[Path]:
+    """The one way a file enters a save path: each record at its paths under `root`, as its bytes
+    (atomically; appended for a record of lines, such as FastChat's judgments). Returns the paths written."""
+    written = []
+    for record in records:
+        data = record.to_bytes()
+        for target in record.paths(Path(root)):
+            if record.APPEND:
+                if data:
+                    append_text(target, data.decode("utf-8"))
+            else:
+                write_bytes(target, data)
+            written.append(target)
+    return written
 
 
 def read_run_header(path: str | Path) -> RunLog:

@@ -1,4 +1,5 @@
-"""The one writer of a save path: every file under it goes through `write_bytes` (atomic: a
+"""The one writer of a save path, under the run log's door (`log.write_run_log` hands each record's
+bytes here; no module outside this package calls these): every file goes through `write_bytes` (atomic: a
 reader never sees half a file), but the lines appended to a benchmark's own judgment file
 (`append_text`: FastChat appends, so a re-run keeps what was judged). Tests trace every write
 under a save path back to this package."""

@@ -122,10 +122,12 @@ def read_header(save_path: Path) -> Header:
     except (OSError, ValueError):
         pass
     try:
-        manifest = read.read_manifest(save_path, h.problems)
+        head = read_run_log(save_path, header_only=True)  # the run log's header alone: never a result file
     except InputError as exc:  # a newer layout
         h.problems.append(str(exc))
         return h
+    manifest = head.manifest
+    h.problems.extend(head.problems)
     if manifest:
         h.run_id, h.status = manifest.get("run_id"), manifest.get("status")
         h.started, h.finished = manifest.get("started"), manifest.get("finished")

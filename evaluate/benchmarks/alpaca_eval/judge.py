@@ -43,7 +43,8 @@ from ...backends.base import Backend, Completion, JudgeRequest
 from ...core.errors import InputError
 from ...core.io import read_structured, read_text, safe_name, sha256_text
 from ...core.options import short
-from ...savepath.write import write_json
+from ...savepath.log import write_run_log
+from .records import AlpacaEvalAnnotations, AlpacaEvalJudgeRun
 
 FIELDS = ("instruction", "output_1", "output_2")
 SWITCH_SALT = "is_switched_outputs"  # AlpacaEval's prefix of the per-instruction seed
@@ -532,7 +533,7 @@ def write_annotations(out_dir: Path, model: str, evaluator: Evaluator, records: 
                       info: Mapping[str, Any]) -> Path:
     """annotations.json, and beside it judge_run.json: how the annotations were made and their win rates."""
     path = annotations_path(out_dir, model, evaluator.name)
-    write_json(path, list(records))
-    write_json(judge_run_path(out_dir, model, evaluator.name),
-               {"model": model, **info, "evaluator": evaluator.signature(), "win_rate": win_rate(records).to_dict()})
+    run = {"model": model, **info, "evaluator": evaluator.signature(), "win_rate": win_rate(records).to_dict()}
+    write_run_log(out_dir, [AlpacaEvalAnnotations(rows=list(records), file=path),
+                            AlpacaEvalJudgeRun.from_dict(run, file=judge_run_path(out_dir, model, evaluator.name))])
     return path

@@ -33,6 +33,7 @@ from .formats import QUESTIONS
 from ..benchmark import Benchmark, Scored, register_benchmark
 from ..outputs import block, judge_signature, row
 from ...pipeline.savedir import SaveDir
+from .records import AlpacaEvalJudgeRun  # noqa: F401  (registers the files: eval.py schema)
 
 FAMILY = "AlpacaEval"
 SCORE = "preference"

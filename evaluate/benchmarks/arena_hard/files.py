@@ -8,7 +8,6 @@ user prompt template, the verdict patterns and the verdict weights (see judge_pr
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +15,8 @@ from typing import Any
 
 from ...core.errors import InputError
 from ...core.io import read_jsonl, read_structured
-from ...savepath.write import write_text
+from ...savepath.log import write_run_log
+from .records import ArenaHardJudgments
 from ..folders import model_judgment_dir
 
 
@@ -185,4 +185,4 @@ def read_judgments(path: Path) -> list[dict[str, Any]]:
 def write_judgments(path: Path, records: list[dict[str, Any]]) -> None:
     """The judgment file, whole (atomically, through the save path's writer: a killed run never leaves
     half a file)."""
-    write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    write_run_log(Path(path).parent, [ArenaHardJudgments(rows=list(records), file=Path(Path(path).name))])

@@ -19,8 +19,6 @@ path then holds results/, battles/, summary.csv, report.html and manifest.json l
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -33,7 +31,9 @@ from .formats import QUESTIONS
 from ..benchmark import Benchmark, Scored, ScoringFailed, register_benchmark
 from ..outputs import block, judge_signature, row
 from ...pipeline.savedir import SaveDir
-from ...savepath import write
+from ...savepath.records import GeneratedAnswers
+from ...savepath.log import write_run_log
+from .records import ArenaHardLeaderboard
 from .. import folders
 from . import files as ah_files
 
@@ -250,7 +250,7 @@ class ArenaHard(Benchmark):
         for a in [inputs.baseline, *inputs.models]:
             copy = folders.model_answer_file(inputs.args.save_path, a.model)
             if a.path.resolve() != copy.resolve():
-                write.copy_file(a.path, copy)
+                write_run_log(copy.parent, [GeneratedAnswers(name=copy.name, source=a.path)])
         return failed
 
     def scores(self, inputs: _Inputs, judged: int) -> Scored:
@@ -275,11 +275,8 @@ class ArenaHard(Benchmark):
         from . import run as ah
 
         args = inputs.args
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=scored.columns)
-        w.writeheader()
-        w.writerows(scored.rows)
-        write.write_text(ah_files.leaderboard_csv(args.save_path), buf.getvalue())
+        write_run_log(args.save_path, [ArenaHardLeaderboard(rows=list(scored.rows), columns=list(scored.columns),
+                                                            file=ah_files.leaderboard_csv(Path()))])
         baseline = inputs.baseline.model
         judgments: dict[str, list[dict[str, Any]]] = {}
         for r in ah.read_judgment_dir(inputs.out_dir):

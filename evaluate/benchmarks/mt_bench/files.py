@@ -18,7 +18,6 @@ rows that include it, the baseline itself not listed.
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -27,7 +26,8 @@ from ...core.errors import InputError
 from ...core.io import read_jsonl
 from ...core.options import short
 from ...core.io import safe_name
-from ...savepath.write import append_text
+from ...savepath.log import write_run_log
+from .records import MtBenchJudgments
 from ..folders import model_judgment_dir
 from .judge import SCALE, Game, PairJudgment, SingleJudgment, outside
 
@@ -72,7 +72,7 @@ def append_rows(path: Path, rows: Iterable[dict[str, Any]]) -> int:
     rows = list(rows)
     if not rows:
         return 0
-    append_text(path, "".join(json.dumps(r) + "\n" for r in rows))
+    write_run_log(Path(path).parent, [MtBenchJudgments(rows=rows, file=Path(Path(path).name))])
     return len(rows)
 
 

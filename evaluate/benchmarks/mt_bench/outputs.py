@@ -51,6 +51,7 @@ from ...judges.battle import CONVERSATION_RULE, BattleItem, BattleResult, OrderJ
 from .formats import QUESTIONS
 from ..benchmark import Benchmark, Scored, register_benchmark
 from ...pipeline.savedir import SaveDir
+from .records import MtBenchSummary  # noqa: F401  (registers the files: eval.py schema)
 
 FAMILY = "MT-bench"
 SCORE = "score"

@@ -20,7 +20,8 @@ from typing import Any, Sequence
 from ...backends.base import Backend
 from ...core.errors import InputError
 from ...core.io import read_text, sha256_text
-from ...savepath.write import write_json
+from ...savepath.log import write_run_log
+from .records import MtBenchSummary
 from . import files as files
 from .data import (Conversation, JudgePrompt, Question, QuestionId, check_coverage, check_references,
                             model_name, read_answers, read_judge_prompts, read_questions, read_references,
@@ -266,5 +267,5 @@ def run_mt_bench(inputs: Inputs, mode: str, backend: Backend, out_dir: Path, *, 
     if inputs.unjudged:
         summary["unjudged_turns"] = {"note": unjudged_note(inputs.unjudged),
                                      "questions": {str(q): n for q, n in inputs.unjudged.items()}}
-    write_json(files.summary_file(out_dir), summary)
+    write_run_log(out_dir, [MtBenchSummary.from_dict(summary, file=files.summary_file(Path()))])
     return RunResult(records, summary, path, matches)
