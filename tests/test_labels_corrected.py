@@ -361,3 +361,21 @@ def test_the_gate_may_name_the_label_corrected_win_rate(save):
     assert [r.passed for r in got] == [False]
     bad = eval_py("summary", str(save), "--fail-under-win-rate", f"{a}:{b}:label-corected=0.5")
     assert bad.returncode == 2 and 'did you mean "label-corrected"' in bad.stderr
+
+
+def test_label_next_shows_the_question_and_both_answers(save):
+    """A person labelling from the terminal reads what to judge under each item: the question and each model's
+    answer as the result files hold them (A and B in the pair's order); --brief leaves them out."""
+    proc = eval_py("label", str(save), "--next", "2", "--seed", "11", "--annotator", "terminal")
+    assert proc.returncode == 0, proc.stderr
+    # the queue is one sequence: an annotator who has none yet is handed its first draw, as "terminal" was
+    (unit, *_), lines = next_units(save, 1, seed=11, annotator="peek", record=False), proc.stdout.splitlines()
+    log = RunLog.read(save)
+    item = {r["model"]: it for r in log.results for it in r["items"] if it["id"] == unit.id and
+            it["category"] == unit.category}
+    head = next(i for i, line in enumerate(lines) if line.startswith(f"{unit.id}\t"))
+    assert lines[head + 1].startswith("    question: ") and item[unit.model_a]["instruction"][:40] in lines[head + 1]
+    assert lines[head + 2].startswith(f"    A = {unit.model_a}: ") and lines[head + 3].startswith(f"    B = {unit.model_b}: ")
+    assert " ".join(item[unit.model_b]["output"].split())[:40] in lines[head + 3]
+    brief = eval_py("label", str(save), "--next", "1", "--seed", "11", "--annotator", "other", "--brief")
+    assert brief.returncode == 0 and "question:" not in brief.stdout and brief.stdout.count("\n") == 1

@@ -56,6 +56,8 @@ def build_parser() -> Parser:
     p.add_argument("--annotator", help="who labels (default: anonymous); kept with each label")
     p.add_argument("--import", dest="import_file", type=Path, metavar="FILE",
                    help="labels made elsewhere, CSV or JSONL (off the queue unless the file gives each label's draw)")
+    p.add_argument("--brief", action="store_true", help="with --next: the items' lines only, without the question "
+                   "and the answers")
     p.add_argument("--json", action="store_true", help="print JSON: the items (--next) or the stored labels and "
                    "the corrected estimates")
     return p
@@ -122,6 +124,34 @@ def _sets(args) -> list[dict]:
     return out
 
 
+SHOWN = 700  # characters of each text --next shows (--brief: none)
+
+
+def _texts(root: Path) -> dict[tuple[str, str, str], dict]:
+    """(model, item id, category) -> the item as the run's result files hold it (its question and answer)."""
+    from ..savepath.log import read_run_log
+
+    return {(str(r.get("model")), str(it.get("id")), str(it.get("category", ""))): it
+            for r in read_run_log(root).results for it in r.get("items", []) if isinstance(it, dict)}
+
+
+def _clip(text: str) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= SHOWN else text[:SHOWN] + f" [... {len(text) - SHOWN} more characters]"
+
+
+def _show(texts: dict[tuple[str, str, str], dict], u) -> None:
+    """The question and the answers to judge, indented under the item's line (a person labels from the terminal)."""
+    models = [u.model_a, u.model_b] if u.kind == "battle" else [u.model]
+    items = [texts.get((str(m), u.id, u.category)) or {} for m in models]
+    first = next((it for it in items if it), {})
+    question = "\n".join(t for t in (first.get("instruction"), first.get("input")) if t)
+    print(f"    question: {_clip(question) or '(not in the result files)'}")
+    for label, m, it in zip("AB" if u.kind == "battle" else "-", models, items):
+        head = f"{label} = {m}" if u.kind == "battle" else m
+        print(f"    {head}: {_clip(it.get('output')) if it else '(no answer in the result files)'}")
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     root = args.save_path
@@ -140,10 +170,13 @@ def main(argv: list[str]) -> int:
             print(json.dumps({"items": [u.to_dict() for u in units]}, ensure_ascii=False, indent=2))
         elif not units:
             print("the queue has no item left for this annotator")
+        texts = _texts(root) if units and not args.json and not args.brief else {}
         for u in ([] if args.json else units):
             what = (f"{u.model_a} vs {u.model_b}" if u.kind == "battle" else f"{u.model} on {u.metric}")
             print(f"{u.id}\t{u.category}\t{what}\t(draw {u.draw}, p {u.p:.4g})\tanswer: "
                   + u.to_dict()["answer"] + (f" --annotator {args.annotator}" if args.annotator else ""))
+            if texts:
+                _show(texts, u)
         return EXIT_OK
     if args.design is not None or args.seed is not None:
         raise InputError("--design and --seed choose the queue --next draws from; a stored label finds its queue "
