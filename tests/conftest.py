@@ -1,4 +1,6 @@
 import os
+import sys
+import types
 
 # torch's OpenMP threads spin-wait by default; on a shared 2-core machine that made forward passes
 # 5-8x slower. Must be set before torch is imported.
@@ -13,6 +15,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("EVAL_NO_PROGRESS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+
+# `tests` is this folder, whatever else is installed: a package that puts a top-level `tests` package into
+# site-packages (ppi-python's wheel does; `make setup` removes it) would shadow this folder, a namespace package,
+# and `from tests.fake_openai_server import ...` would fail.
+if [str(p) for p in getattr(sys.modules.get("tests"), "__path__", [])] != [str(REPO / "tests")]:
+    _pkg = types.ModuleType("tests")
+    _pkg.__path__ = [str(REPO / "tests")]
+    sys.modules["tests"] = _pkg
 SHARED = (REPO / ".." / "shared").resolve()
 COLOSSAL = SHARED / "data" / "colossalai" / "Chat" / "evaluate"
 

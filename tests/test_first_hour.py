@@ -95,7 +95,7 @@ def test_records_no_config_entry_covers_are_named_in_the_closing_lines(tmp_path)
 
 
 # ------------------------------------------------------------------ 6. unknown commands
-@pytest.mark.parametrize("word,hint", [("sumary", 'did you mean "summary"?'), ("comapre", 'did you mean "compare"?'),
+@pytest.mark.parametrize("word,hint", [("sumary", 'did you mean "summary"'), ("comapre", 'did you mean "compare"?'),
                                        ("generat", "")])
 def test_unknown_command_is_an_error_with_did_you_mean(word, hint):
     code, out, err = eval_py(word, "--help")
