@@ -8,8 +8,9 @@ command printed and every file it wrote, once the run ids, times, durations and 
 
 What runs: `example_en --only Metrics` (with --junit, --markdown and gates), `example_cn`, `example_rules`,
 `example_chat --only Metrics`, `example_openai` against the test fake OpenAI server (tests/fake_openai_server.py,
-in this process on a fixed port, its replies a function of the request), the same sharded 1/2 and 2/2 and
-merged, `compare` of the merged run against the whole one, the closing lines and report of a save path,
+in this process on a fixed port, its replies a function of the request), the same with a panel of two judges,
+`eval.py generate` of the bundled targets (and of MT-bench's questions), Arena-Hard (three questions, two
+models) on ../shared/data, the openai config sharded 1/2 and 2/2 and merged, `compare` of the merged run against the whole one, the closing lines and report of a save path,
 `meta-eval` (ROUGE, Length) and MT-bench (single mode, two questions a category) on ../shared/data when
 present, and the label-free judge check on the fake server. The local Qwen judge is never asked.
 
@@ -59,6 +60,8 @@ def judge_reply(request):
         return f"The answer is reasonable.\n\nRating: [[{h % 10 + 1}]]"
     if "[Assistant 1's answer]" in text or "Assistant 1" in text:
         return ("6 5", "5 6", "5 5")[h % 3] + "\nclose"
+    if "[[A>>B]]" in text or "[[A>B]]" in text:  # Arena-Hard's judge prompt: its verdict labels
+        return "My final verdict is " + ("[[A>B]]", "[[B>A]]", "[[A=B]]", "[[A>>B]]", "[[B>>A]]")[h % 5] + "."
     if '"score' in text or "JSON" in text:
         return json.dumps({"score": h % 5 + 1})
     return str(h % 5 + 1)
@@ -100,6 +103,12 @@ def _openai_config(root: Path, out: Path) -> Path:
     cfg["target_file"] = str((root / "configs" / cfg["target_file"]).resolve())
     path = out / "openai.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+    panel = dict(cfg, save_path=str(out / "panel"))
+    one = {k: v for k, v in cfg["judge"].items()}
+    panel["judge"] = [{**one, "name": "left"}, {**one, "name": "right", "model": "fake-judge-2"}]
+    (out / "panel.yaml").write_text(yaml.safe_dump(panel, sort_keys=False), encoding="utf-8")
+    (out / "model.yaml").write_text(f"model:\n  backend: openai\n  model: fake-model\n  base_url: "
+                                    f"http://127.0.0.1:{PORT}/v1\n  max_retries: 0\n", encoding="utf-8")
     judge = out / "judge.yaml"
     judge.write_text(f"judge:\n  backend: openai\n  model: gpt-4\n  base_url: http://127.0.0.1:{PORT}/v1\n"
                      "  concurrency: 4\n  max_retries: 0\n", encoding="utf-8")
@@ -129,12 +138,23 @@ def steps(root: Path, out: Path) -> list[tuple[str, list[str]]]:
         ("summary", ["summary", f"{o}/openai", "--width", "100"]),
         ("report", ["report", f"{o}/en"]),
         ("judge-check", ["judge-check", "--config", str(cfg), "--limit", "2", "--output", f"{o}/judgecheck.json"]),
+        ("panel", ["--config", f"{o}/panel.yaml", "--no-charts"]),
+        ("generate", ["generate", "--questions", "examples/en/targets.json", "--model-config", f"{o}/model.yaml",
+                      "--out", f"{o}/generated/answers.json", "--limit", "6"]),
     ]
     if (root / DATA / "metaeval" / "summeval.jsonl").exists():
         got.append(("meta-eval", ["meta-eval", "--data", f"{DATA}/metaeval/summeval.jsonl", "--evaluator", "ROUGE",
                                   "Length", "--limit", "120", "--output", f"{o}/metaeval.json"]))
     bench = root / DATA / "fastchat_mt_bench" / "fastchat" / "llm_judge" / "data" / "mt_bench"
     answers = root / DATA / "mt_bench" / "model_answer"
+    if (bench / "question.jsonl").exists():
+        got.append(("generate-mt", ["generate", "--questions", str(bench / "question.jsonl"), "--model-config",
+                                    f"{o}/model.yaml", "--out", f"{o}/generated/mt.jsonl", "--limit", "3"]))
+    arena = root / DATA / "arena_hard" / "arena-hard-v0.1"
+    if (arena / "question.jsonl").exists() and (arena / "model_answer" / "gpt-4-0613.jsonl").exists():
+        got.append(("arena-hard", ["arena-hard", "--bench", str(arena), "--judge-config", str(out / "judge.yaml"),
+                                   "--model", "gpt-4-0613", "--model", "gpt-3.5-turbo-0125", "--limit", "3",
+                                   "--save_path", f"{o}/arena_hard"]))
     if (bench / "question.jsonl").exists() and (answers / "gpt-3.5-turbo.jsonl").exists():
         got.append(("mt-bench", ["mt-bench", "--data", str(bench), "--answers", str(answers / "vicuna-13b-v1.3.jsonl"),
                                  str(answers / "gpt-3.5-turbo.jsonl"), "--judge-config", str(out / "judge.yaml"),
