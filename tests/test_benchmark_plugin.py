@@ -35,6 +35,7 @@ class Toy(Benchmark):
     """Each question judged once: the model's answer (A) against the baseline's (B), [[A]] or [[B]]."""
 
     name, key, family, summary = "toy", "toy", "Toy", "a toy benchmark (tests)"
+    config_block = "toy"  # a run config holding a toy: block is pointed at eval.py toy
 
     def add_arguments(self, p: argparse.ArgumentParser) -> None:
         p.add_argument("--items", required=True, type=Path, help="JSON: [{id, question, model, baseline}]")
@@ -254,11 +255,11 @@ def _code_names(path: Path) -> set[str]:
 
 
 def test_the_save_path_and_generation_name_no_benchmark() -> None:
-    """A benchmark's files and question format are declared in its package: the save path's layout and
-    generation name none (in code; their docs may mention them as examples)."""
+    """A benchmark's files, question format and config block are declared in its package: the save path's
+    layout, generation and the run name none (in code; their docs may mention them as examples)."""
     repo = Path(__file__).resolve().parents[1]
     words = ("mt_bench", "mt-bench", "arena", "alpaca", "fastchat", "model_judgment", "model_answer", "model_outputs")
-    for folder in ("evaluate/savepath", "evaluate/generation"):
+    for folder in ("evaluate/savepath", "evaluate/generation", "evaluate/pipeline"):
         for path in sorted((repo / folder).glob("*.py")):
             named = sorted(n for n in _code_names(path) for w in words if w in n)
             assert not named, f"{path.relative_to(repo)} names a benchmark: {named}"
@@ -276,3 +277,13 @@ def test_generation_imports_no_benchmark() -> None:
                 assert "benchmarks" not in (n.module or ""), f"{path.name}: from {'.' * n.level}{n.module} import ..."
             elif isinstance(n, ast.Import):
                 assert not any("benchmarks" in a.name for a in n.names), f"{path.name}: import {n.names[0].name}"
+
+
+def test_a_run_given_a_benchmarks_config_block_names_its_command(toy, tmp_path, capsys) -> None:
+    """The block a benchmark's --config file holds is declared on the benchmark (`config_block`): a run config
+    that holds the toy's block is refused (exit 2) naming `eval.py toy`."""
+    cfg = tmp_path / "toy.yaml"
+    cfg.write_text("toy: {items: x}\nanswers: [{name: a, path: a.json}]\nsave_path: out\n", encoding="utf-8")
+    assert cli(["--config", str(cfg)]) == 2
+    err = capsys.readouterr().err
+    assert '"toy" is a benchmark block' in err and "eval.py toy --config FILE" in err

@@ -70,6 +70,7 @@ class Benchmark:
     # the question kind `--generate NAME=MODEL.yaml` answers (evaluate.generation), "" for none; a benchmark
     # that sets it says where its questions are and where generated answers go (`generation`)
     generates: ClassVar[str] = ""
+    config_block: ClassVar[str] = ""  # the block its --config file holds (a run config meeting it names this command)
     metered: ClassVar[bool] = True  # the judge wrapped in a meter (the usage in the driver's manifest)
     dry_run_cost: ClassVar[bool] = True  # the dry run ends with the cost line when the judge has a price
 

@@ -33,6 +33,7 @@ family's `validate` (evaluate.pipeline.plan.build_plan), once the answer files s
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -233,16 +234,21 @@ class _Checker:
 
     def unknown_keys(self, mapping: dict, known: tuple[str, ...], where: str) -> None:
         for key in mapping:
-            if key in BENCHMARK_BLOCKS and key not in known:
+            reads = None if key in known else benchmark_block(str(key))
+            if reads:
                 self.problems.append(f'{where}: "{key}" is a benchmark block, not part of an evaluation run: '
-                                     f"run this file with `python {BENCHMARK_BLOCKS[key]}`")
+                                     f"run this file with `python eval.py {reads} --config FILE`")
             elif key not in known:
                 self.problems.append(f'{where}: unknown key "{key}"{suggest(str(key), list(known))}'
                                      f" (known: {', '.join(known)})")
 
 
-# blocks of a benchmark's config file: a run that meets one says which command reads it
-BENCHMARK_BLOCKS = {"mt_bench": "eval.py mt-bench --config FILE"}
+def benchmark_block(key: str) -> str | None:
+    """The benchmark command whose config file has a `key:` block (`Benchmark.config_block`), or None: a run that
+    meets one says which command reads it. The benchmarks are asked as plugins are, by name, only for a key the
+    run does not know, so the run stays below them in the import graph."""
+    registry = importlib.import_module("evaluate.benchmarks.benchmark").benchmarks()
+    return next((name for name in registry.names() if getattr(registry.get(name), "config_block", "") == key), None)
 
 
 def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:

@@ -261,6 +261,7 @@ class MTBench(Benchmark):
 
     name, key, family = "mt-bench", "mt_bench", FAMILY
     generates = QUESTIONS.kind  # its question file, declared in formats.py
+    config_block = "mt_bench"  # its --config file's block
     summary = "MT-bench from FastChat's files and judge prompts"
     description = "MT-bench judged as FastChat's gen_judgment.py does, scored as its show_result.py does."
     dry_run_cost = False
