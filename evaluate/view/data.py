@@ -164,8 +164,9 @@ def read_header(save_path: Path) -> Header:
 
 def labels_trust(save_path: Path, problems: list[str]) -> dict[str, Any] | None:
     """The verdict of the person's labels on the run's battles (`judgecheck.labels.label_check_shown`, the one
-    the run page and the report show through `report.analysis.labels_check`), for the runs list; None when they give none. The only place a
-    header reads the run's content: only a run with labels and no stored check pays for it."""
+    the run page and the report show through `report.analysis.labels_check`), for the runs list; None when they
+    give none. The only place a header reads the run's content: only a run with labels and no stored check pays
+    for it."""
     from ..judgecheck.labels import label_check_shown
 
     try:
