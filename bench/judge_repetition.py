@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from evaluate.backends.pool import open_backend  # noqa: E402
 from evaluate.benchmarks.mt_bench import judge as mj  # noqa: E402
-from evaluate.benchmarks.mt_bench import load_inputs, make_matches  # noqa: E402
+from evaluate.benchmarks.mt_bench.run import load_inputs, make_matches  # noqa: E402
 from evaluate.benchmarks.driver import load_judge  # noqa: E402
 from evaluate.core.repetition import repeated_tail  # noqa: E402
 from local_batched import cpu_model  # noqa: E402
