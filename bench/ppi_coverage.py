@@ -48,8 +48,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluate.pipeline.metaeval import read_metaeval_rows, trivial_verdicts  # noqa: E402
-from evaluate.stats.ppi import active_probabilities, corrected_mean  # noqa: E402
+from evaluate.metaeval.run import read_metaeval_rows, trivial_verdicts  # noqa: E402
+from evaluate.stats.ppi import active_probabilities, corrected_mean, rating_error  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "metaeval"
 LABEL_VALUE = {"a": 1.0, "tie": 0.5, "b": 0.0}
@@ -66,6 +66,11 @@ class Population:
     bounds: tuple[float, float]
     kind: str  # "battle" | "rating"
     rows: tuple[dict, ...] = ()
+
+    @property
+    def error(self) -> float | None:
+        """One judge error's size for the guard: a battle's default (the whole range), a rating's quarter."""
+        return rating_error(self.bounds) if self.kind == "rating" else None
 
 
 # A judge: (human values, rng) -> (f per item, uncertainty per item or None for "from f")
@@ -192,7 +197,7 @@ class Row:
 
 
 def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str, sets: int, seed: int,
-             mix: float = 0.5) -> Row:
+             mix: float = 0.5, warmup: int = 0) -> Row:
     rng = np.random.default_rng([seed, n, design == "active", sum(map(ord, pop.name + judge_name))])
     truth = float(pop.y.mean())
     big = len(pop.y)
@@ -205,9 +210,11 @@ def simulate(pop: Population, judge_name: str, judge: Judge, n: int, design: str
         else:
             unc = u if u is not None else (1.0 - 2.0 * np.abs(f - 0.5) if pop.kind == "battle" else np.zeros(big))
             p = active_probabilities(unc, mix=mix)
-            idx = rng.choice(big, size=n, replace=True, p=p)
-            w = 1.0 / (big * p[idx])
-        c = corrected_mean(pop.y[idx], f[idx], f, weights=w, bounds=pop.bounds)
+            first = min(n, warmup)  # the uniform warm-up (draws with replacement at 1 / N), then active
+            idx = np.concatenate([rng.choice(big, size=first, replace=True),
+                                  rng.choice(big, size=n - first, replace=True, p=p)])
+            w = np.concatenate([np.ones(first), 1.0 / (big * p[idx[first:]])])
+        c = corrected_mean(pop.y[idx], f[idx], f, weights=w, bounds=pop.bounds, error=pop.error)
         lc, lo, jo = c.label_corrected, c.labels_only, c.judge_only
         hit += lc.low <= truth <= lc.high
         jhit += jo.low <= truth <= jo.high

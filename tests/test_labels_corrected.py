@@ -18,10 +18,10 @@ from sklearn.metrics import cohen_kappa_score
 
 from evaluate import api
 from evaluate.judgecheck.corrected import corrected_from
-from evaluate.judgecheck.queue import next_units
+from evaluate.judgecheck.queue import gpt_metrics, next_units, rating_units
 from evaluate.savepath.labels import Label, QueueDraw, QueueState, read_labels, read_queues
-from evaluate.savepath.log import RunLog
-from evaluate.stats.ppi import corrected_mean
+from evaluate.savepath.log import RunLog, read_run_log
+from evaluate.stats.ppi import corrected_mean, rating_error
 
 try:
     from tests import view_fixtures as vf
@@ -324,6 +324,17 @@ def test_ratings_get_each_models_mean_and_the_paired_difference(save):
     row = next(r for r in d["ratings"] if r.get("model") == "model_a")
     assert row["labels_only"]["estimate"] == pytest.approx(mean_a, abs=1e-6)
     assert row["labels_used"] == sum(lab["model"] == "model_a" for lab in labels)
+    # the corrected row is corrected_mean on the rating's scale with a rating's judge error (half the range)
+    log = read_run_log(save)
+    lo, hi = gpt_metrics(log)["correctness"]
+    judged = {(u[0], u[1]): v for u, v in rating_units(log, "correctness") if u[2] == "model_a"}
+    mine = [lab for lab in labels if lab["model"] == "model_a"]
+    ref = corrected_mean([lab["score"] for lab in mine], [judged[(lab["id"], lab["category"])] for lab in mine],
+                         list(judged.values()), bounds=(lo, hi), error=rating_error((lo, hi)))
+    got = row["label_corrected"]
+    assert (got["estimate"], got["low"], got["high"]) == pytest.approx(
+        (ref.label_corrected.estimate, ref.label_corrected.low, ref.label_corrected.high), abs=1e-6)
+    assert row["lam"] == pytest.approx(ref.lam, abs=1e-6)
     by = {(lab["model"], lab["id"], lab["category"]): lab["score"] for lab in labels}
     both = [(by[("model_a", i, c)] - by[("model_b", i, c)]) for (m, i, c) in by if m == "model_a" and ("model_b", i, c) in by]
     diff = next(r for r in d["ratings"] if r.get("model_a") == "model_a" and r.get("model_b") == "model_b")

@@ -13,11 +13,18 @@ import pytest
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
-from evaluate.stats.ppi import active_probabilities, corrected_mean, draw_sequence
+from evaluate.stats.ppi import active_probabilities, corrected_mean, design_effect, draw_sequence, rating_error
 
 WIDE = (-1e9, 1e9)  # no clipping: ppi_py does not clip its intervals to the scale
 Z95 = float(norm.ppf(0.975))
 
+
+
+def far(y, lo=0.0, hi=1.0):
+    """The labels' guard at lam = 0, by hand: the distance from their mean to the scale's far end, at least
+    half the range."""
+    m = float(np.mean(y))
+    return max(m - lo, hi - m, (hi - lo) / 2)
 
 def battle_data(seed: int, n: int, big_n: int, accuracy: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """y on n labelled items (1 A, 0.5 tie, 0 B), the judge's probability-weighted f on them, and f on
@@ -85,7 +92,8 @@ def test_finite_population_default_by_hand(seed, n, big_n, acc):
         r = y - lam * f
         est = lam * f_all.mean() + r.mean()
         ss = float(((r - r.mean()) ** 2).sum())
-        for guard, var in ((False, ss / (n - 1)), (True, (ss + (0.5 * (1 + lam)) ** 2) / n)):
+        h = (1 - lam) * far(y) + lam * 1.0   # a battle's error: the whole range
+        for guard, var in ((False, ss / (n - 1)), (True, (ss + h ** 2) / n)):
             se = math.sqrt((1 - n / big) * var / n)
             got = corrected_mean(y, f, f_all, lam=lam, guard=guard).label_corrected   # clipped to [0, 1]
             assert got.estimate == pytest.approx(est, abs=1e-12)
@@ -94,10 +102,10 @@ def test_finite_population_default_by_hand(seed, n, big_n, acc):
     # the tuned lam without the guard: cov(y, f) / var(f) on the labelled draws, clipped to [0, 1]
     tuned = corrected_mean(y, f, f_all, guard=False).lam
     assert tuned == pytest.approx(min(1.0, max(0.0, np.cov(y, f)[0, 1] / np.var(f, ddof=1))), abs=1e-12)
-    # with the guard: argmin over [0, 1] of SS(lam) + ((1 + lam) / 2)^2, found here on a grid
+    # with the guard: argmin over [0, 1] of SS(lam) + h(lam)^2, h = (1 - lam) far + lam, found on a grid
     grid = np.linspace(0, 1, 100001)
     yc, fc = y - y.mean(), f - f.mean()
-    obj = (yc @ yc) - 2 * grid * (yc @ fc) + grid ** 2 * (fc @ fc) + (0.5 * (1 + grid)) ** 2
+    obj = (yc @ yc) - 2 * grid * (yc @ fc) + grid ** 2 * (fc @ fc) + ((1 - grid) * far(y) + grid) ** 2
     assert corrected_mean(y, f, f_all).lam == pytest.approx(float(grid[np.argmin(obj)]), abs=1e-4)
 
 
@@ -132,12 +140,14 @@ def test_zero_width_guard_when_the_judge_is_right_on_every_label():
     got = corrected_mean(y, y, f_all)
     c = got.label_corrected
     assert c.high - c.low > 0.05
-    # by hand: lam = (S - h^2) / (S + h^2) with S = sum((f - mean f)^2), h = 1/2
+    # by hand: lam = (S - a b) / (S + b^2) with S = sum((f - mean f)^2), h(lam) = a + b lam, a = far, b = 1 - a
     s = float(((y - y.mean()) ** 2).sum())
-    lam = (s - 0.25) / (s + 0.25)
+    a = far(y)
+    b = 1.0 - a
+    lam = (s - a * b) / (s + b * b)
     assert got.lam == pytest.approx(lam, abs=1e-12)
     r = (1 - lam) * y
-    var = (float(((r - r.mean()) ** 2).sum()) + (0.5 * (1 + lam)) ** 2) / 20
+    var = (float(((r - r.mean()) ** 2).sum()) + (a + b * lam) ** 2) / 20
     se = math.sqrt((1 - 20 / 200) * var / 20)
     assert c.se == pytest.approx(se, rel=1e-12)
     assert c.estimate == pytest.approx(lam * f_all.mean() + r.mean(), abs=1e-12)
@@ -253,3 +263,95 @@ def test_draw_sequence_is_fixed_by_the_seed():
         draw_sequence(5, seed=1, design="greedy")
     with pytest.raises(ValueError, match="p: expected 5"):
         draw_sequence(5, seed=1, design="active", p=[0.5, 0.5])
+
+
+@pytest.mark.parametrize("error", [1.0, 2.0, 4.0])
+def test_rating_guard_is_half_the_range_for_labels_alone_and_one_judge_error_at_lam_one(error):
+    """On a 1-5 scale the guard's pseudo-draw is h(lam) = (1 - lam) * far + lam * error (by hand); lam minimises
+    SS(lam) + h(lam)^2 (checked on a grid); `rating_error` is half the range."""
+    rng = np.random.default_rng(5)
+    big, n = 400, 30
+    y_all = rng.integers(1, 6, big).astype(float)
+    f_all = np.clip(y_all + rng.choice([0.0, 0.0, 0.0, 1.0, -1.0], big), 1, 5)
+    idx = rng.choice(big, n, replace=False)
+    y, f = y_all[idx], f_all[idx]
+    q = float(student_t.ppf(0.975, n - 1))
+    for lam in (0.0, 0.4, 1.0):
+        r = y - lam * f
+        h = (1 - lam) * far(y, 1.0, 5.0) + lam * error
+        var = (float(((r - r.mean()) ** 2).sum()) + h * h) / n
+        got = corrected_mean(y, f, f_all, lam=lam, bounds=(1.0, 5.0), error=error).label_corrected
+        est = lam * f_all.mean() + r.mean()
+        se = math.sqrt((1 - n / big) * var / n)
+        assert (got.estimate, got.se) == pytest.approx((est, se), abs=1e-12)
+        assert (got.low, got.high) == pytest.approx((max(1.0, est - q * se), min(5.0, est + q * se)), abs=1e-12)
+    grid = np.linspace(0, 1, 100001)
+    yc, fc = y - y.mean(), f - f.mean()
+    obj = (yc @ yc) - 2 * grid * (yc @ fc) + grid ** 2 * (fc @ fc) + ((1 - grid) * far(y, 1.0, 5.0) + grid * error) ** 2
+    tuned = corrected_mean(y, f, f_all, bounds=(1.0, 5.0), error=error).lam
+    assert tuned == pytest.approx(float(grid[np.argmin(obj)]), abs=1e-4)
+    assert rating_error((1.0, 5.0)) == 2.0 and rating_error((1.0, 10.0)) == 4.5
+    with pytest.raises(ValueError, match="error"):
+        corrected_mean(y, f, f_all, bounds=(1.0, 5.0), error=0.0)
+
+
+def test_a_smaller_rating_error_lets_a_good_judge_narrow_the_interval_further():
+    """A judge right on all 20 labels of a 1-5 rating: the guard at one judge error (2 points) gives a
+    narrower interval than the old whole-range guard (4 points), both still wider than zero."""
+    rng = np.random.default_rng(6)
+    y_all = rng.integers(1, 6, 500).astype(float)
+    idx = rng.choice(500, 20, replace=False)
+    half = corrected_mean(y_all[idx], y_all[idx], y_all, bounds=(1.0, 5.0), error=2.0).label_corrected
+    whole = corrected_mean(y_all[idx], y_all[idx], y_all, bounds=(1.0, 5.0)).label_corrected
+    assert 0.0 < half.high - half.low < whole.high - whole.low
+
+
+def test_labels_crowded_at_one_end_of_the_scale_still_cover():
+    """Scores crowded at the top (82% are 5, as SummEval's consistency): a 20-label set often holds none of
+    the low ones, and an interval from its mean and spread alone is too short (the half-range guard covers
+    0.904 here). The labels' guard is the distance to the far end of the scale: coverage >= 0.93 over 1,000
+    seeded label sets, and the guard is what does it."""
+    rng = np.random.default_rng(82)
+    big = 1600
+    y_all = rng.choice([5.0, 4.67, 4.33, 4.0, 3.0, 2.0, 1.0], size=big,  # SummEval consistency's shape
+                       p=[0.82, 0.05, 0.03, 0.03, 0.03, 0.02, 0.02])
+    truth = y_all.mean()
+    hits = half_hits = 0
+    for _ in range(1000):
+        idx = rng.choice(big, 20, replace=False)
+        y = y_all[idx]
+        got = corrected_mean(y, y, y_all, lam=0.0, bounds=(1.0, 5.0)).labels_only
+        hits += got.low <= truth <= got.high
+        # the same interval with the guard at half the range (what it was before)
+        ss = float(((y - y.mean()) ** 2).sum())
+        se = math.sqrt((1 - 20 / big) * (ss + 4.0) / 20 / 20)
+        q = float(student_t.ppf(0.975, 19))
+        half_hits += y.mean() - q * se <= truth <= y.mean() + q * se
+    assert hits / 1000 >= 0.93
+    assert half_hits / 1000 < 0.91
+
+
+def test_active_design_keeps_the_weights_design_effect_at_most_the_cap():
+    """Uncertainty on 6% of the items (a hard-verdict judge unsure only where it says "tie"): half and half
+    with the uniform draw, the weights' design effect (sum 1/p / N^2, by hand) is 1.89; the cap raises the
+    uniform share until it is 1.2, the smallest share that does (a hair less misses it). Uncertainty spread
+    over every item (0.9 on 30%, 0.3 elsewhere) stays at half and half (its design effect is 1.07)."""
+    big = 1000
+    u = np.zeros(big)
+    u[:60] = 1.0
+    half = active_probabilities(u, mix=0.5, max_design_effect=None)
+    assert design_effect(half) == pytest.approx(float(np.sum(1 / half)) / big ** 2)
+    assert design_effect(half) == pytest.approx(0.06 / (0.5 + 0.5 / 0.06) + 0.94 / 0.5, rel=1e-9)
+    capped = active_probabilities(u)
+    assert capped.sum() == pytest.approx(1.0)
+    assert design_effect(capped) == pytest.approx(1.2, abs=1e-9)
+    share = capped[-1] * big  # the uniform share m: p = m / N where u = 0
+    assert share > 0.5
+    assert design_effect(share / big + (1 - share) * u / u.sum()) <= 1.2 + 1e-9
+    assert design_effect((share - 1e-3) / big + (1 - share + 1e-3) * u / u.sum()) > 1.2
+    assert capped[0] > capped[-1]  # still an active design: the unsure items more likely
+    spread = np.where(np.arange(big) < 300, 0.9, 0.3)
+    assert design_effect(active_probabilities(spread, mix=0.5, max_design_effect=None)) < 1.2
+    assert np.array_equal(active_probabilities(spread), active_probabilities(spread, max_design_effect=None))
+    with pytest.raises(ValueError, match="max_design_effect"):
+        active_probabilities(u, max_design_effect=0.5)

@@ -41,7 +41,7 @@ from ..savepath import read
 from ..savepath.labels import AnyLabel, Label, QueueState, RatingLabel, read_labels, read_queues
 from ..savepath.log import NoResults, RunLog, read_run_log
 from ..stats.agreement import cohen_kappa, fleiss_kappa_labels
-from ..stats.ppi import LEVEL, Corrected, corrected_mean, judge_only
+from ..stats.ppi import LEVEL, Corrected, corrected_mean, judge_only, rating_error
 from .queue import VERDICT_VALUE, battle_units, gpt_metrics, judge_value, label_unit, rating_units, unit_key
 
 MIN_CATEGORY_LABELS = 10
@@ -76,8 +76,9 @@ def _on_queue(lab: AnyLabel, queues: Mapping[str, QueueState]) -> str | None:
 
 def _estimate(y: list[float], f_lab: list[float], f_all: list[float], f_valid: list[float], *,
               weights: list[float] | None, level: float, bounds: tuple[float, float],
-              null: float | None) -> dict[str, Any]:
-    c: Corrected = corrected_mean(y, f_lab, f_all, weights=weights, level=level, bounds=bounds, null=null)
+              null: float | None, error: float | None = None) -> dict[str, Any]:
+    c: Corrected = corrected_mean(y, f_lab, f_all, weights=weights, level=level, bounds=bounds, null=null,
+                                  error=error)
     out = c.to_dict()
     out["judge_only"] = judge_only(np.asarray(f_valid, dtype=float), level=level, bounds=bounds).to_dict()
     return out
@@ -132,13 +133,13 @@ def _sample(units: list[tuple[str, ...]], values: dict[tuple[str, ...], float], 
 def _group(units: list[tuple[str, ...]], judge: dict[tuple[str, ...], tuple[float, bool]],
            labelled: dict[tuple[str, ...], list[float]], queue: QueueState | None,
            p_of: dict[tuple[str, ...], float], *, level: float, bounds: tuple[float, float],
-           null: float | None) -> dict[str, Any]:
+           null: float | None, error: float | None = None) -> dict[str, Any]:
     drawn, weights = _sample(units, p_of, queue, labelled)
     y = [float(np.mean(labelled[u])) for u in drawn]
     f_lab = [judge[u][0] for u in drawn]
     f_all = [judge[u][0] for u in units]
     f_valid = [judge[u][0] for u in units if judge[u][1]]
-    return _estimate(y, f_lab, f_all, f_valid, weights=weights, level=level, bounds=bounds, null=null)
+    return _estimate(y, f_lab, f_all, f_valid, weights=weights, level=level, bounds=bounds, null=null, error=error)
 
 
 def _choose(counts: Mapping[str, int], kind: str, queues: Mapping[str, QueueState]) -> QueueState | None:
@@ -257,7 +258,8 @@ def _ratings(log: RunLog, rating_labels: list[RatingLabel], queues: Mapping[str,
         judge = {u: (judged[u], True) for us in models.values() for u in us}
         for model, units in models.items():
             probs = {u: p_of.get(u, 0.0) for u in units}
-            row = _group(units, judge, labelled, queue, probs, level=level, bounds=(lo, hi), null=None)
+            row = _group(units, judge, labelled, queue, probs, level=level, bounds=(lo, hi), null=None,
+                         error=rating_error((lo, hi)))
             out.append(_ordered({"metric": metric, "model": model, **row}))
         if queue is not None and queue.design == "uniform":
             for ma, mb in combinations(sorted(models), 2):
@@ -277,7 +279,8 @@ def _difference(metric: str, ma: str, mb: str, judged: Mapping[tuple[str, ...], 
     both = [it for it in items if key_a[it] in labelled and key_b[it] in labelled]
     y = [float(np.mean(labelled[key_a[it]]) - np.mean(labelled[key_b[it]])) for it in both]
     f_lab = [judged[key_a[it]] - judged[key_b[it]] for it in both]
-    diff = _estimate(y, f_lab, f_all, f_all, weights=None, level=level, bounds=(lo - hi, hi - lo), null=0.0)
+    diff = _estimate(y, f_lab, f_all, f_all, weights=None, level=level, bounds=(lo - hi, hi - lo), null=0.0,
+                     error=rating_error((lo, hi)))  # one model's score off by a typical error
     return {"metric": metric, "model_a": ma, "model_b": mb, "labels_used": diff["labels_used"],
             "effective_labels": diff["effective_labels"], "difference": {k: diff[k] for k in ROWS},
             "labels_to_decide": diff["labels_to_decide"], "items": diff["items"]}

@@ -17,8 +17,9 @@ draw handed out is appended there too.
   stored with its selection probability 1/N.
 - active (Zrnic and Candes, ICML 2024): draws with replacement, unit j with probability rising with the
   judge's uncertainty on it (`uncertainty`: the verdict flips between the two orders or the orders
-  disagree, the judge's probability near one half, a panel split, an invalid verdict), mixed half and
-  half with the uniform draw (`ppi.active_probabilities`) so no weight 1/(N p) exceeds 2. The corrected
+  disagree, the judge's probability near one half, a panel split, an invalid verdict), mixed at least
+  half and half with the uniform draw (`ppi.active_probabilities`) so no weight 1/(N p) exceeds 2, and
+  more uniform where the uncertainty sits on a few items (the weights' design effect at most 1.2). The corrected
   estimate weights each draw by its inverse probability, which keeps it unbiased; a unit drawn again
   that the person already labelled on this queue counts as a second draw with the same label.
 

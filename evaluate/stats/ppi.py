@@ -27,13 +27,18 @@ checks equality to 1e-6 on the same inputs):
 - *A guard against zero width*: with a good judge and few labels, the judge is often right on every one
   of them (0.95^20 = 36% of 20-label sets), the residuals y - lam * f are all zero and the reference
   interval has width zero although the judge errs elsewhere. The residuals' sum of squares gets one
-  pseudo-draw at half the residuals' possible range from their mean (for a battle with lam = 1, one
-  disagreement's worth): s^2 = (SS + h^2) / n instead of SS / (n - 1). lam minimises that same adjusted
-  variance, so lam = 0 (labels alone) is always a candidate and the corrected interval is never wider
-  than the labels-only one of the same draws.
+  pseudo-draw h from their mean: s^2 = (SS + h^2) / n instead of SS / (n - 1), where h is, for the
+  labels alone (lam = 0), the distance from the labels' mean to the scale's far end (half the range
+  when the mean is in the middle: a label of the other end, which a small sample of labels crowded at
+  one end most often lacks), one judge error at lam = 1, linear between. A battle's error is a verdict
+  the other way (the whole range: h = (1 + lam) / 2 at a win rate of one half); a rating's is half the
+  range (`rating_error`). lam minimises that same adjusted variance, so lam = 0 (labels alone) is
+  always a candidate and the corrected interval is never wider than the labels-only one of the same
+  draws.
 
 The active design (Zrnic and Candes, ICML 2024): the queue draws items with replacement, item j with
-probability p_j rising with the judge's uncertainty (mixed with the uniform draw so no weight explodes).
+probability p_j rising with the judge's uncertainty (mixed with the uniform draw so no weight explodes, and
+so the weights' design effect stays at most 1.2: `active_probabilities`).
 Each draw's terms are weighted by 1 / (N p_j) (Hansen-Hurwitz), which keeps the estimate unbiased; the
 interval narrows faster when the judge's errors fall where it is uncertain.
 """
@@ -126,16 +131,33 @@ def judge_only(f_all: np.ndarray, *, level: float = LEVEL, bounds: tuple[float, 
     return _interval(mean, se, _quantile(level, n - 1), bounds)
 
 
-def _tuned_lambda(a: np.ndarray, b: np.ndarray, h: float, *, guard: bool) -> float:
+def _tuned_lambda(a: np.ndarray, b: np.ndarray, alpha: float, beta: float, *, guard: bool) -> float:
     """The lam in [0, 1] minimising the (guarded) variance of a - lam * b: sum((a - lam b - mean)^2) plus
-    the pseudo-draw (h (1 + lam))^2 when guarded, where h is half the range of a."""
+    the pseudo-draw (alpha + beta lam)^2 when guarded (`_guard_size`)."""
     ac, bc = a - a.mean(), b - b.mean()
     sab, sbb = float(ac @ bc), float(bc @ bc)
-    pad = h * h if guard else 0.0
-    denom = sbb + pad
+    if not guard:
+        alpha = beta = 0.0
+    denom = sbb + beta * beta
     if denom <= 0.0:
         return 0.0
-    return float(min(1.0, max(0.0, (sab - pad) / denom)))
+    return float(min(1.0, max(0.0, (sab - alpha * beta) / denom)))
+
+
+def _guard_size(lam: float, span: float, error: float, weight: float) -> float:
+    """The guard's pseudo-draw at lam: span / 2 for the labels alone (lam = 0: the distance from the labels'
+    mean to the scale's far end, `_guard_span`), one judge error at lam = 1 (`error`: a battle's verdict
+    the other way is the whole range), linear between; in the draws' weight units."""
+    return ((1.0 - lam) * span / 2.0 + lam * error) * weight
+
+
+def _guard_span(centre: float, bounds: tuple[float, float]) -> float:
+    """Twice the labels' guard: twice the distance from the labels' mean to the scale's far end (the range
+    when the mean is in the middle; up to twice the range when the labels crowd at one end, where a small
+    sample most often holds none of the other end: SummEval's consistency scores are 5 for 82% of the
+    summaries, and 12% of 20-label sets hold no score below 4)."""
+    lo, hi = bounds
+    return 2.0 * max(centre - lo, hi - centre, (hi - lo) / 2.0)
 
 
 def _residual_variance(r: np.ndarray, h: float, *, guard: bool) -> float:
@@ -149,7 +171,7 @@ def corrected_mean(y: Sequence[float] | np.ndarray, f_labelled: Sequence[float] 
                    f_all: Sequence[float] | np.ndarray, *, weights: Sequence[float] | np.ndarray | None = None,
                    level: float = LEVEL, bounds: tuple[float, float] = (0.0, 1.0), null: float | None = None,
                    superpopulation: bool = False, quantile: str = "t", guard: bool = True,
-                   lam: float | None = None) -> Corrected:
+                   lam: float | None = None, error: float | None = None) -> Corrected:
     """The label-corrected mean of y over the items (module docstring), labels only, judge only.
 
     y, f_labelled: the person's and the judge's value on each labelled draw (an item drawn twice by the
@@ -158,6 +180,8 @@ def corrected_mean(y: Sequence[float] | np.ndarray, f_labelled: Sequence[float] 
     for a uniform draw without replacement; 1 / (N p_k) per draw for draws with replacement at
     probability p_k. bounds: the scale (intervals are clipped to it). null: the value a decision is about
     (0.5 for a win rate, 0 for a difference), for `labels_to_decide`. lam: fixed instead of tuned.
+    error: the size of one judge error on this scale, for the guard (default the whole range: a battle's
+    verdict the other way; `rating_error` for a score).
     """
     y_arr, f_arr, all_arr = _as_array(y, "y"), _as_array(f_labelled, "f_labelled"), _as_array(f_all, "f_all")
     if len(y_arr) != len(f_arr):
@@ -182,20 +206,40 @@ def corrected_mean(y: Sequence[float] | np.ndarray, f_labelled: Sequence[float] 
     fpc = 1.0 if replace else max(0.0, 1.0 - n / big_n)
     a, b = w * y_arr, w * f_arr
     f_mean = float(all_arr.mean())
-    half = (hi - lo) / 2.0 * float(w.mean())
+    w_mean = float(w.mean())
+    size = (hi - lo) if error is None else float(error)
+    if not size > 0.0:
+        raise ValueError(f"error: expected a positive size on the scale, got {error}")
+    span = _guard_span(float(a.mean()) / w_mean if w_mean > 0 else (lo + hi) / 2.0, bounds)
 
     def one(lam_value: float) -> tuple[Interval, float]:
         r = a - lam_value * b
-        var = _residual_variance(r, half * (1.0 + lam_value), guard=guard)
+        var = _residual_variance(r, _guard_size(lam_value, span, size, w_mean), guard=guard)
         est = lam_value * f_mean + float(r.mean())
         return _interval(est, math.sqrt(fpc * var / n), q, bounds), var
 
-    lam_used = _tuned_lambda(a, b, half, guard=guard) if lam is None else float(lam)
+    alpha = _guard_size(0.0, span, size, w_mean)
+    beta = _guard_size(1.0, span, size, w_mean) - alpha
+    lam_used = _tuned_lambda(a, b, alpha, beta, guard=guard) if lam is None else float(lam)
     corrected, var_c = one(lam_used)
     labels, var_l = one(0.0)
     effective = _effective(n, big_n, var_c, var_l, replace=replace)
     return Corrected(corrected, labels, judge, n, big_n, effective, lam_used, level, null,
                      _to_decide(corrected.estimate, var_c, n, big_n, null, q, replace=replace))
+
+
+RATING_ERROR_SHARE = 0.5
+
+
+def rating_error(bounds: tuple[float, float]) -> float:
+    """One judge error on a rating scale, for the guard: half the range (2 points on a 1-5 scale, 4.5 on
+    1-10), a "good" scored "poor". A battle's error, a verdict the other way, is the whole range; sized
+    so for a rating (a 1 scored 5), the guard dominated the variance of a good judge's few labels and held
+    the tuning back (the .95 judge's interval on SummEval at 20 labels was 0.78-0.97 of the labels
+    alone's); a quarter (one point) let rare judge errors go unseen at 50-100 labels (coverage down to
+    0.88). bench/ppi_coverage.py measured both; BENCHMARKS.md has the table."""
+    lo, hi = bounds
+    return (hi - lo) * RATING_ERROR_SHARE
 
 
 def _effective(n: int, big_n: int, var_c: float, var_l: float, *, replace: bool) -> float:
@@ -252,22 +296,54 @@ def _superpopulation(y: np.ndarray, f: np.ndarray, f_unlab: np.ndarray, w: np.nd
                      _to_decide(corrected.estimate, se * se * n, n, big_n, null, q, replace=True))
 
 
-def active_probabilities(uncertainty: Sequence[float] | np.ndarray, mix: float = 0.5) -> np.ndarray:
-    """Each item's draw probability for the active design: mix / N + (1 - mix) u_j / sum(u). The uniform
-    share bounds every weight 1 / (N p_j) by 1 / mix, so one unlucky draw cannot swamp the estimate. All
-    u zero: the uniform draw."""
+MAX_DESIGN_EFFECT = 1.2
+
+
+def design_effect(p: Sequence[float] | np.ndarray) -> float:
+    """Kish's design effect of the weights w = 1 / (N p) of draws with replacement at probabilities p:
+    E_p[w^2] (their mean is 1), i.e. sum(1 / p) / N^2. n labels drawn so are worth about n / deff labels
+    drawn uniformly, before what the design gains where the judge's errors are."""
+    a = _as_array(p, "p")
+    return float(np.sum(1.0 / a) / len(a) ** 2) if len(a) else 1.0
+
+
+def active_probabilities(uncertainty: Sequence[float] | np.ndarray, mix: float = 0.5,
+                         max_design_effect: float | None = MAX_DESIGN_EFFECT) -> np.ndarray:
+    """Each item's draw probability for the active design: m / N + (1 - m) u_j / sum(u), where the uniform
+    share m is `mix`, raised until the weights' design effect (`design_effect`) is at most
+    `max_design_effect`. The uniform share bounds every weight 1 / (N p_j) by 1 / mix, so one unlucky draw
+    cannot swamp the estimate; the cap keeps the design from spending the labels on a few items: a judge
+    unsure only where it says "tie" (6% of PandaLM's items) drew half the labels there, and at 20 labels
+    the interval covered 0.86 (bench/ppi_coverage.py; with the cap 0.93, and the design's advantage where
+    the judge's errors fall where it is unsure is kept). All u zero: the uniform draw."""
     u = _as_array(uncertainty, "uncertainty")
     if np.any(u < 0):
         raise ValueError("uncertainty: values must be >= 0")
     if not 0.0 < mix <= 1.0:
         raise ValueError(f"mix: expected a share in (0, 1], got {mix}")
+    if max_design_effect is not None and not max_design_effect >= 1.0:
+        raise ValueError(f"max_design_effect: expected a number >= 1, got {max_design_effect}")
     big_n = len(u)
     if big_n == 0:
         return u
     total = float(u.sum())
     if total <= 0.0:
         return np.full(big_n, 1.0 / big_n)
-    return mix / big_n + (1.0 - mix) * u / total
+    share = u / total
+
+    def probs(m: float) -> np.ndarray:
+        return m / big_n + (1.0 - m) * share
+
+    if max_design_effect is None or design_effect(probs(mix)) <= max_design_effect:
+        return probs(mix)
+    low, high = mix, 1.0  # the design effect falls as the uniform share grows (convex, 1 at m = 1)
+    for _ in range(60):
+        mid = (low + high) / 2.0
+        if design_effect(probs(mid)) <= max_design_effect:
+            high = mid
+        else:
+            low = mid
+    return probs(high)
 
 
 def draw_sequence(n_items: int, *, seed: int, design: str = "uniform", p: Sequence[float] | np.ndarray | None = None,
