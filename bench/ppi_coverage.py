@@ -1,6 +1,6 @@
 """Coverage and width of the label-corrected estimate (evaluate/stats/ppi.py) on real human labels (issue 44).
 
-    .venv/bin/python bench/ppi_coverage.py [--sets 1000] [--quick] [--markdown FILE] [--judge-report HHH.json]
+    .venv/bin/python bench/ppi_coverage.py [--sets 1000] [--quick] [--markdown FILE] [--judge-report REPORT.json ...]
 
 The finite population is a meta-evaluation file's items (N); each item's human value is its label (HHH,
 PandaLM: 1 when response_a is preferred, 0.5 a tie, 0 response_b, so the mean is response_a's human win
@@ -20,9 +20,12 @@ Simulated judges, redrawn for every label set (so the judge-only coverage is a f
   mostly ones people gave to response_b.
 A real rule too, with real errors and nothing simulated: the longer answer wins (meta-eval's trivial rule),
 uncertain where the two lengths are close; fixed for every set, so its judge-only coverage is 0 or 1.
-`--judge-report` adds the packaged judge: a `meta-eval --evaluator GPT:battle` report on HHH (both
-orders); f is the mean over both orders of its probability that response_a is preferred (p_first), else
-its verdict; fixed for every set (its judge-only coverage is then 0 or 1).
+`--judge-report` (repeatable) adds the packaged judge: a `meta-eval --evaluator GPT:battle` report on HHH
+or PandaLM (both orders; a `--limit` run's first rows are then the population), where f is the mean over
+both orders of its probability that response_a is preferred (p_first), else its verdict; or a `meta-eval
+--docs K --evaluator GPT:coherence ...` report on SummEval, where f is its probability-weighted score of
+each summary of the first K documents (the population). Fixed for every set (its judge-only coverage is
+then 0 or 1).
 
 Printed per (dataset, judge, n, design): coverage of the 95% corrected interval; of the judge-only one;
 of the reference code's design on the same draws (`superpopulation=True, quantile="z", guard=False`, as
@@ -150,22 +153,70 @@ def longer_judge(pop: Population) -> Judge:
     return judge
 
 
-def report_judge(path: Path, ids: list[str]) -> Judge:
-    """The packaged judge's f per item from a meta-eval GPT:battle report (both orders)."""
+NAMES = {"hhh_alignment.jsonl": "HHH", "pandalm.jsonl": "PandaLM", "summeval.jsonl": "SummEval"}
+
+
+def report_populations(path: Path, data_dir: Path) -> list[tuple[Population, Judge]]:
+    """The packaged judge's values from a meta-eval report, with the population it judged (its data file
+    found by name in `data_dir`). A GPT:battle report on HHH or PandaLM: f per item, the mean over both
+    orders of its probability that response_a is preferred; the population is the rows the report has (meta-eval
+    leaves out tie labels; a `--limit` run's first rows). A GPT:<dimension> report on SummEval (`--docs K`):
+    per dimension, f is the judge's probability-weighted score of each summary of the first K documents."""
     report = json.loads(path.read_text())
-    items = {it["id"]: it for it in report["pairwise"]["GPT/battle"]["items"]}
-    missing = [i for i in ids if i not in items]
-    if missing:
-        raise SystemExit(f"{path}: no verdict for {len(missing)} items (first: {missing[0]}); expected every id "
-                         "of the data file (a report of the whole file, no --limit)")
-    f = np.array([_soft_verdict(items[i]) for i in ids])
+    data = Path(str(report.get("data", ""))).name
+    if data not in NAMES:
+        raise SystemExit(f"{path}: a report on {data or 'an unnamed file'}; expected one of {', '.join(NAMES)}")
+    rows = read_metaeval_rows(data_dir / data)
+    if data == "summeval.jsonl":
+        return _summeval_report(path, report, rows)
+    try:
+        items = {str(it["id"]): it for it in report["pairwise"]["GPT/battle"]["items"]}
+    except (KeyError, TypeError):
+        raise SystemExit(f"{path}: no pairwise.GPT/battle.items; expected an `eval.py meta-eval --evaluator "
+                         "GPT:battle` report") from None
+    keep = [(str(r.get("id", i)), r) for i, r in enumerate(rows) if str(r.get("id", i)) in items]
+    if len(keep) < len(items):
+        raise SystemExit(f"{path}: {len(items) - len(keep)} of its items are not rows of {data_dir / data}")
+    name = NAMES[data] + ("" if len(keep) == len(rows) else f" first {len(keep)} non-tie")
+    pop = Population(name, np.array([LABEL_VALUE[r["label"]] for _, r in keep]), (0.0, 1.0), "battle",
+                     tuple(r for _, r in keep))
+    f = np.array([_soft_verdict(items[i]) for i, _ in keep])
     if np.isnan(f).any():
         print(f"note: {int(np.isnan(f).sum())} items without a valid verdict count as a tie (0.5)")
         f = np.where(np.isnan(f), 0.5, f)
 
     def judge(y: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         return f, 1.0 - 2.0 * np.abs(f - 0.5)
-    return judge
+    return [(pop, judge)]
+
+
+def _summeval_report(path: Path, report: dict, rows: list[dict]) -> list[tuple[Population, Judge]]:
+    docs = (report.get("selection") or {}).get("docs")
+    if docs is None or any((report.get("selection") or {}).get(k) for k in ("limit", "sample")):
+        raise SystemExit(f"{path}: expected a SummEval report of `--docs K` (no --limit or --sample)")
+    keep_docs = set(list(dict.fromkeys(r.get("doc_id") for r in rows))[:docs])
+    kept = [r for r in rows if r.get("doc_id") in keep_docs]
+    scores = report.get("scores") or {}
+    out = []
+    for dim in DIMS:
+        values = scores.get(f"GPT/{dim}")
+        if values is None:
+            continue
+        if len(values) != len(kept):
+            raise SystemExit(f"{path}: GPT/{dim} has {len(values)} scores for {len(kept)} rows of {docs} documents")
+        y = np.array([float(r["human"][dim]) for r in kept])
+        f = np.array([np.nan if v is None else float(v) for v in values])
+        if np.isnan(f).any():
+            print(f"note: GPT/{dim}: {int(np.isnan(f).sum())} summaries without a valid score count as 3")
+            f = np.where(np.isnan(f), 3.0, f)
+        pop = Population(f"SummEval {dim} first {docs} docs", y, (1.0, 5.0), "rating")
+
+        def judge(y_: np.ndarray, rng: np.random.Generator, f: np.ndarray = f) -> tuple[np.ndarray, None]:
+            return f, None
+        out.append((pop, judge))
+    if not out:
+        raise SystemExit(f"{path}: no GPT/<dimension> scores; expected `--evaluator GPT:coherence ...`")
+    return out
 
 
 def _soft_verdict(item: dict) -> float:
@@ -248,10 +299,9 @@ def plan(args: argparse.Namespace) -> list[tuple[Population, str, Judge, tuple[s
         out += [(pop, name, j, both) for name, j in sims]
         out.append((pop, "uncertain errors", uncertain_judge(), both))
         out.append((pop, "longer answer (a real rule)", longer_judge(pop), both))
-    if args.judge_report:
-        rows = read_metaeval_rows(Path(args.data) / "hhh_alignment.jsonl")
-        ids = [str(r.get("id", i)) for i, r in enumerate(rows)]
-        out.append((hhh, "packaged (Qwen-1.5B)", report_judge(Path(args.judge_report), ids), both))
+    for report in args.judge_report or []:
+        for pop, judge in report_populations(Path(report), Path(args.data)):
+            out.append((pop, "packaged (Qwen-1.5B)", judge, both if pop.kind == "battle" else ("uniform",)))
     out += [(pop, name, j, ("uniform",)) for pop in summeval for name, j in
             (("acc .55", rating_judge(0.55)), ("acc .75", rating_judge(0.75)), ("acc .95", rating_judge(0.95)),
              ("acc .75 biased up", rating_judge(0.75, up=0.9)))]
@@ -310,7 +360,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=0,
                     help="the active design's first draws uniform (measured: a warm-up of 20 lost the active "
                          "design's advantage on HHH at 50 labels; the default is none)")
-    ap.add_argument("--judge-report", help="meta-eval GPT:battle report on HHH (the packaged judge)")
+    ap.add_argument("--judge-report", action="append",
+                    help="a meta-eval GPT:battle report on HHH or PandaLM (the packaged judge; repeatable)")
     ap.add_argument("--markdown", help="write the table and the targets' results here")
     args = ap.parse_args()
     if not (Path(args.data) / "hhh_alignment.jsonl").is_file():
