@@ -19,8 +19,8 @@ draw handed out is appended there too.
   judge's uncertainty on it (`uncertainty`: the verdict flips between the two orders or the orders
   disagree, the judge's probability near one half, a panel split, an invalid verdict), mixed at least
   half and half with the uniform draw (`ppi.active_probabilities`) so no weight 1/(N p) exceeds 2, and
-  more uniform where the uncertainty sits on a few items (the weights' design effect at most 1.2). The corrected
-  estimate weights each draw by its inverse probability, which keeps it unbiased; a unit drawn again
+  more uniform where the uncertainty sits on a few items (the weights' design effect at most 1.2). The
+  corrected estimate weights each draw by its inverse probability, which keeps it unbiased; a unit drawn again
   that the person already labelled on this queue counts as a second draw with the same label.
 
 Each person walks the same sequence (two annotators label the same items, which gives their kappa);
