@@ -51,7 +51,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluate.metaeval.run import read_metaeval_rows, trivial_verdicts  # noqa: E402
+from evaluate.metaeval.run import read_metaeval_rows, select_rows, trivial_verdicts  # noqa: E402
 from evaluate.stats.ppi import active_probabilities, corrected_mean, rating_error  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "metaeval"
@@ -191,11 +191,11 @@ def report_populations(path: Path, data_dir: Path) -> list[tuple[Population, Jud
 
 
 def _summeval_report(path: Path, report: dict, rows: list[dict]) -> list[tuple[Population, Judge]]:
-    docs = (report.get("selection") or {}).get("docs")
-    if docs is None or any((report.get("selection") or {}).get(k) for k in ("limit", "sample")):
+    sel = report.get("selection") or {}
+    docs = sel.get("docs")
+    if docs is None or any(sel.get(k) for k in ("limit", "sample")):
         raise SystemExit(f"{path}: expected a SummEval report of `--docs K` (no --limit or --sample)")
-    keep_docs = set(list(dict.fromkeys(r.get("doc_id") for r in rows))[:docs])
-    kept = [r for r in rows if r.get("doc_id") in keep_docs]
+    kept = select_rows(rows, docs=docs)  # the rows meta-eval judged, chosen as it chose them
     scores = report.get("scores") or {}
     out = []
     for dim in DIMS:

@@ -238,22 +238,28 @@ def _is_pairwise(rows: list[dict[str, Any]]) -> bool:
     return all(k in rows[0] for k in ("response_a", "response_b", "label"))
 
 
-def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", options: dict | None = None,
-                 docs: int | None = None, limit: int | None = None, extra_config: dict | None = None,
-                 config_source: Path | None = None, sample: int | None = None, seed: int = 0) -> dict[str, Any]:
-    rows = read_metaeval_rows(data)
+def select_rows(rows: list[dict[str, Any]], *, docs: int | None = None, limit: int | None = None,
+                sample: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
+    """The rows a meta-evaluation judges (its report's "selection"): pairwise rows without tie labels; the
+    first `docs` documents' rows; the first `limit`; a seeded random `sample`, kept in file order."""
     if _is_pairwise(rows):
         rows = [r for r in rows if r.get("label") != "tie"]
     if docs is not None:
-        keep = list(dict.fromkeys(r.get("doc_id") for r in rows))[:docs]
-        keep_set = set(keep)
-        rows = [r for r in rows if r.get("doc_id") in keep_set]
+        keep = set(list(dict.fromkeys(r.get("doc_id") for r in rows))[:docs])
+        rows = [r for r in rows if r.get("doc_id") in keep]
     if limit is not None:
         rows = rows[:limit]
     if sample is not None and sample < len(rows):
         # a seeded random subset, kept in file order (files are often sorted by subset or system)
         keep_idx = sorted(np.random.default_rng(seed).choice(len(rows), sample, replace=False).tolist())
         rows = [rows[i] for i in keep_idx]
+    return rows
+
+
+def run_metaeval(data: Path, evaluators: list[str], *, language: str = "en", options: dict | None = None,
+                 docs: int | None = None, limit: int | None = None, extra_config: dict | None = None,
+                 config_source: Path | None = None, sample: int | None = None, seed: int = 0) -> dict[str, Any]:
+    rows = select_rows(read_metaeval_rows(data), docs=docs, limit=limit, sample=sample, seed=seed)
     evs = [parse_evaluator(e) for e in evaluators]
     report: dict[str, Any] = {"data": str(data), "rows": len(rows), "evaluators": evaluators,
                               "options": options or {}, "selection": {"docs": docs, "limit": limit, "sample": sample,
